@@ -1,0 +1,62 @@
+"""Reward functions in TRL's signature, `f(completions, **columns) -> list[float | None]`, and their registry.
+
+`None` means "not applicable to this sample". Recipes pick rewards by name (a key of `REWARDS`) or by dotted
+import path (`mypkg.rewards.my_reward`) in YAML, with optional weights and keyword arguments.
+"""
+
+import importlib
+import inspect
+
+from rewards.code import code_format, code_tests
+from rewards.format import cosine_length, format_reward, length_reward, reasoning_steps, repetition_penalty
+from rewards.math import math_accuracy
+
+REWARDS = {
+    "math_accuracy": math_accuracy,
+    "format": format_reward,
+    "reasoning_steps": reasoning_steps,
+    "length": length_reward,
+    "cosine_length": cosine_length,
+    "repetition_penalty": repetition_penalty,
+    "code_tests": code_tests,
+    "code_format": code_format,
+}
+
+# Dataset columns each reward reads (beyond `completions`), for pre-flight checks before a model is loaded.
+REQUIRED_COLUMNS = {
+    "math_accuracy": ["answer"],
+    "length": ["answer"],
+    "cosine_length": ["answer"],
+    "code_tests": ["tests"],
+}
+
+
+def get_reward_func(name: str, kwargs: dict | None = None):
+    """A registered reward by name, or any function by dotted import path; kwargs configure class-based rewards."""
+    if name in REWARDS:
+        func = REWARDS[name]
+    elif "." in name:
+        module_name, _, attr = name.rpartition(".")
+        try:
+            func = getattr(importlib.import_module(module_name), attr)
+        except (ImportError, AttributeError) as error:
+            raise ValueError(f"reward {name!r}: cannot import it ({error})") from error
+    else:
+        raise ValueError(f"unknown reward {name!r}; known: {', '.join(REWARDS)} (or a dotted path mod.func)")
+    if kwargs:
+        if inspect.isfunction(func):
+            raise ValueError(f"reward {name!r} takes no arguments, got {sorted(kwargs)}")
+        try:
+            func = type(func)(**kwargs)
+        except TypeError as error:
+            raise ValueError(f"reward {name!r}: bad arguments {kwargs}: {error}") from error
+    return func
+
+
+def get_reward_funcs(names, kwargs: dict[str, dict] | None = None) -> list:
+    """Resolve a list of names (see `get_reward_func`); `kwargs` maps a name to its keyword arguments."""
+    kwargs = kwargs or {}
+    unknown = set(kwargs) - set(names)
+    if unknown:
+        raise ValueError(f"reward_kwargs for rewards not selected: {sorted(unknown)}")
+    return [get_reward_func(name, kwargs.get(name)) for name in names]

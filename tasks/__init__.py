@@ -1,0 +1,1 @@
+"""Task generators that run offline (the tiny world's synthetic arithmetic task)."""

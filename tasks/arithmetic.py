@@ -1,0 +1,66 @@
+"""Synthetic arithmetic word problems in GSM8K's column format.
+
+Each row has `question` and `answer`, where `answer` shows the column-wise working and ends in `#### <number>`,
+exactly like GSM8K, so the same rewards (`rewards.math.math_accuracy`) and the same eval code serve both.
+Answers carry their steps because a tiny model can learn worked steps in minutes but not direct answers
+(see DESIGN.md: 13.5% for direct answers vs. 98% with worked steps after the same SFT budget).
+
+>>> row = make_problem(random.Random(0))
+>>> row["answer"].rsplit("#### ", 1)[1] == str(row["a"] + row["b"])
+True
+"""
+
+import random
+
+NAMES = ["Ana", "Ben", "Cai", "Dev", "Eva", "Finn", "Gia", "Hal", "Ivy", "Jon", "Kim", "Leo", "Mia", "Ned", "Oli", "Pam"]
+OBJECTS = ["apples", "books", "coins", "cards", "shells", "stamps", "pens", "marbles", "stickers", "beads"]
+TEMPLATES = [
+    "{name} has {a} {obj}. {name} gets {b} more. How many {obj} does {name} have now?",
+    "{name} collected {a} {obj} on Monday and {b} {obj} on Tuesday. How many {obj} in total?",
+    "A box holds {a} {obj} and another box holds {b} {obj}. How many {obj} are there altogether?",
+    "{name} bought {a} {obj}, then found {b} {obj}. How many {obj} does {name} have?",
+]
+
+
+def worked_answer(a: int, b: int) -> str:
+    """Column addition, least significant digit first, one step per column, then `#### sum`.
+
+    >>> worked_answer(47, 38)
+    '7+8=15, write 5 carry 1. 4+3+1=8, write 8 carry 0. So 47+38=85.\\n#### 85'
+    """
+    steps, carry = [], 0
+    da, db = str(a)[::-1], str(b)[::-1]
+    for i in range(max(len(da), len(db))):
+        x = int(da[i]) if i < len(da) else 0
+        y = int(db[i]) if i < len(db) else 0
+        total = x + y + carry
+        expr = f"{x}+{y}" + (f"+{carry}" if carry else "")
+        carry = total // 10
+        steps.append(f"{expr}={total}, write {total % 10} carry {carry}.")
+    return " ".join(steps) + f" So {a}+{b}={a + b}.\n#### {a + b}"
+
+
+def make_problem(rng: random.Random, max_digits: int = 3) -> dict:
+    a = rng.randint(10, 10**max_digits - 1)
+    b = rng.randint(10, 10**max_digits - 1)
+    template = rng.choice(TEMPLATES)
+    question = template.format(name=rng.choice(NAMES), obj=rng.choice(OBJECTS), a=a, b=b)
+    return {"question": question, "answer": worked_answer(a, b), "a": a, "b": b}
+
+
+def generate(n_train: int, n_test: int, seed: int = 0, max_digits: int = 3) -> tuple[list[dict], list[dict]]:
+    """Deterministic train/held-out split with no shared (a, b) pair, so held-out accuracy is not memorisation.
+
+    >>> train, test = generate(50, 10, seed=1)
+    >>> len(train), len(test), not {(r["a"], r["b"]) for r in train} & {(r["a"], r["b"]) for r in test}
+    (50, 10, True)
+    """
+    rng = random.Random(seed)
+    seen: set[tuple[int, int]] = set()
+    rows: list[dict] = []
+    while len(rows) < n_train + n_test:
+        row = make_problem(rng, max_digits)
+        if (row["a"], row["b"]) not in seen:
+            seen.add((row["a"], row["b"]))
+            rows.append(row)
+    return rows[n_test:], rows[:n_test]
