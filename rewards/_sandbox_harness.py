@@ -27,9 +27,11 @@ def main():
 
     def seal(event, args):
         # The nonce lives in this frame only: deny every way of reaching another frame's locals or all objects.
+        if event == "sys._getframe":
+            raise ValueError("sandbox: frame introspection is not allowed")  # what stdlib callers already catch
         if event == "object.__getattr__" and args[1] in blocked_attributes or event.startswith(
-            ("gc.", "sys._getframe", "sys._current_frames", "sys.settrace", "sys.setprofile", "ctypes",
-             "sys.addaudithook", "cpython.PyInterpreterState", "sys.monitoring")
+            ("gc.", "sys._current_frames", "sys.settrace", "sys.setprofile", "ctypes", "sys.addaudithook",
+             "cpython.PyInterpreterState", "sys.monitoring")
         ) or event == "open" and isinstance(args[0], str) and args[0].startswith("/proc/"):
             raise RuntimeError(f"sandbox: {event} is not allowed")
 
@@ -38,7 +40,8 @@ def main():
     try:
         run(setup, namespace)
         run(program, namespace)
-    except BaseException:  # noqa: BLE001 - a program that raises or exits while loading passes no test
+    except BaseException as error:  # noqa: BLE001 - a program that raises or exits while loading passes no test
+        write(2, f"program failed to load: {type(error).__name__}: {error}"[:1000].encode(errors="replace"))
         return
     for index, code in enumerate(compiled_tests):
         test_namespace = copy_namespace(namespace)

@@ -49,7 +49,8 @@ def code_tests(completions, tests, setup=None, **kwargs) -> list[float]:
 def code_format(completions, **kwargs) -> list[float]:
     """1.0 if the completion has exactly one fenced Python block and it parses, else 0.0.
 
-    >>> code_format(["```python\\nx = 1\\n```", "```python\\nx = (\\n```", "no code", "```python\\na=1\\n```\\n```python\\nb=2\\n```"])
+    >>> code_format(["```python\\nx = 1\\n```", "```python\\nx = (\\n```", "no code",
+    ...              "```python\\na=1\\n```\\n```python\\nb=2\\n```"])
     [1.0, 0.0, 0.0, 0.0]
     """
     scores = []

@@ -16,7 +16,8 @@ _STEP_MARKERS = re.compile(r"\bStep \d+:|(?:^|\n)[ \t]*(?:\d+\.\s|[-*]\s)|\b(?:F
 def format_reward(completions, **kwargs) -> list[float]:
     """1.0 if the completion is exactly `<think>...</think><answer>...</answer>` (any whitespace between), else 0.0.
 
-    >>> format_reward(["<think>\\n2+2 is 4\\n</think>\\n<answer>4</answer>\\n", "4", "<answer>4</answer><think>x</think>"])
+    >>> format_reward(["<think>\\n2+2 is 4\\n</think>\\n<answer>4</answer>\\n", "4",
+    ...                "<answer>4</answer><think>x</think>"])
     [1.0, 0.0, 0.0]
     """
     return [1.0 if _THINK_ANSWER.fullmatch(completion_text(c)) else 0.0 for c in completions]

@@ -87,7 +87,8 @@ def math_accuracy(completions, answer, **kwargs) -> list[float | None]:
     The answer may sit in `\\boxed{}`, `<answer>...</answer>`, after "The answer is" or "####", or be the last
     number. `None` when the gold answer itself cannot be parsed (the sample says nothing about the model).
 
-    >>> math_accuracy(["The answer is $\\\\boxed{\\\\frac{28}{6}}$", "#### 5"], answer=["\\\\frac{14}{3}", "Six.\\n#### 6"])
+    >>> math_accuracy(["The answer is $\\\\boxed{\\\\frac{28}{6}}$", "#### 5"],
+    ...               answer=["\\\\frac{14}{3}", "Six.\\n#### 6"])
     [1.0, 0.0]
     """
     return [score for score, _, _ in check_answers(completions, answer)]

@@ -12,7 +12,8 @@ True
 
 import random
 
-NAMES = ["Ana", "Ben", "Cai", "Dev", "Eva", "Finn", "Gia", "Hal", "Ivy", "Jon", "Kim", "Leo", "Mia", "Ned", "Oli", "Pam"]
+NAMES = ["Ana", "Ben", "Cai", "Dev", "Eva", "Finn", "Gia", "Hal", "Ivy", "Jon", "Kim", "Leo", "Mia", "Ned", "Oli",
+         "Pam"]
 OBJECTS = ["apples", "books", "coins", "cards", "shells", "stamps", "pens", "marbles", "stickers", "beads"]
 TEMPLATES = [
     "{name} has {a} {obj}. {name} gets {b} more. How many {obj} does {name} have now?",
@@ -26,7 +27,7 @@ def worked_answer(a: int, b: int) -> str:
     """Column addition, least significant digit first, one step per column, then `#### sum`.
 
     >>> worked_answer(47, 38)
-    '7+8=15, write 5 carry 1. 4+3+1=8, write 8 carry 0. So 47+38=85.\\n#### 85'
+    '47+38. 7+8=15, write 5 carry 1. 4+3+1=8, write 8 carry 0. So the sum is 85.\\n#### 85'
     """
     steps, carry = [], 0
     da, db = str(a)[::-1], str(b)[::-1]
@@ -37,10 +38,11 @@ def worked_answer(a: int, b: int) -> str:
         expr = f"{x}+{y}" + (f"+{carry}" if carry else "")
         carry = total // 10
         steps.append(f"{expr}={total}, write {total % 10} carry {carry}.")
-    return " ".join(steps) + f" So {a}+{b}={a + b}.\n#### {a + b}"
+    # Restating the operands first puts every digit the columns need right next to them.
+    return f"{a}+{b}. " + " ".join(steps) + f" So the sum is {a + b}.\n#### {a + b}"
 
 
-def make_problem(rng: random.Random, max_digits: int = 3) -> dict:
+def make_problem(rng: random.Random, max_digits: int = 2) -> dict:
     a = rng.randint(10, 10**max_digits - 1)
     b = rng.randint(10, 10**max_digits - 1)
     template = rng.choice(TEMPLATES)
@@ -48,7 +50,7 @@ def make_problem(rng: random.Random, max_digits: int = 3) -> dict:
     return {"question": question, "answer": worked_answer(a, b), "a": a, "b": b}
 
 
-def generate(n_train: int, n_test: int, seed: int = 0, max_digits: int = 3) -> tuple[list[dict], list[dict]]:
+def generate(n_train: int, n_test: int, seed: int = 0, max_digits: int = 2) -> tuple[list[dict], list[dict]]:
     """Deterministic train/held-out split with no shared (a, b) pair, so held-out accuracy is not memorisation.
 
     >>> train, test = generate(50, 10, seed=1)

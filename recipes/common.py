@@ -1,0 +1,116 @@
+"""The small shared core of the recipes: 4-bit + LoRA model loading, datasets from the hub or a local file,
+generation, and pre-flight checks that fail before any model is loaded."""
+
+import os
+from pathlib import Path
+
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer
+from trl import ModelConfig, get_quantization_config
+
+LOCAL_SUFFIXES = {".jsonl": "json", ".json": "json", ".parquet": "parquet", ".csv": "csv"}
+
+
+def resolve_dtype(model_args: ModelConfig) -> ModelConfig:
+    """bf16 compute on a GPU, fp32 on CPU (bitsandbytes' CPU 4-bit kernels and CPU training want fp32)."""
+    if model_args.dtype in (None, "auto"):
+        model_args.dtype = "bfloat16" if torch.cuda.is_available() else "float32"
+    return model_args
+
+
+def check_4bit_supported(model_args: ModelConfig) -> None:
+    """Fail early, with the reason, where bitsandbytes cannot run the requested quantization."""
+    if not (model_args.load_in_4bit or model_args.load_in_8bit):
+        return
+    try:
+        import bitsandbytes  # noqa: F401
+    except Exception as error:  # noqa: BLE001 - a broken native library raises anything at import
+        raise RuntimeError(f"4-bit/8-bit loading requested, but bitsandbytes cannot be imported: {error}") from error
+    if model_args.load_in_8bit and not torch.cuda.is_available():
+        raise RuntimeError("load_in_8bit needs a CUDA GPU with this bitsandbytes; use load_in_4bit on CPU")
+
+
+def model_kwargs(model_args: ModelConfig) -> dict:
+    """from_pretrained kwargs: dtype, attention and, when asked, the 4-bit NF4 config from TRL's own helper."""
+    resolve_dtype(model_args)
+    kwargs = {"revision": model_args.model_revision, "dtype": getattr(torch, model_args.dtype),
+              "attn_implementation": model_args.attn_implementation}
+    quantization_config = get_quantization_config(model_args)
+    if quantization_config is not None:
+        kwargs["quantization_config"] = quantization_config
+        kwargs["device_map"] = {"": torch.cuda.current_device()} if torch.cuda.is_available() else {"": "cpu"}
+    return kwargs
+
+
+def load_model(model_args: ModelConfig, model_class=AutoModelForCausalLM, **extra):
+    check_4bit_supported(model_args)
+    return model_class.from_pretrained(model_args.model_name_or_path, **model_kwargs(model_args), **extra)
+
+
+def load_tokenizer(model_args: ModelConfig):
+    tokenizer = AutoTokenizer.from_pretrained(model_args.model_name_or_path, revision=model_args.model_revision)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return tokenizer
+
+
+def is_local_dataset(name: str) -> bool:
+    return Path(name).suffix in LOCAL_SUFFIXES or os.path.sep in name and Path(name).exists()
+
+
+def load_data(name: str, split: str = "train", config: str | None = None, required_columns=()):
+    """A dataset split from a local JSONL/JSON/Parquet/CSV file or directory, or from the hub by id."""
+    import datasets
+
+    if is_local_dataset(name):
+        path = Path(name)
+        if not path.exists():
+            raise FileNotFoundError(f"dataset file {name} does not exist")
+        files = sorted(p for p in path.iterdir() if p.suffix in LOCAL_SUFFIXES) if path.is_dir() else [path]
+        if not files:
+            raise FileNotFoundError(f"dataset directory {name} holds no {'/'.join(LOCAL_SUFFIXES)} file")
+        builder = LOCAL_SUFFIXES[files[0].suffix]
+        split_files = [f for f in files if f.stem.startswith(split)] if path.is_dir() else files
+        if not split_files:
+            raise FileNotFoundError(f"dataset directory {name} has no file for split {split!r}")
+        dataset = datasets.load_dataset(builder, data_files=[str(f) for f in split_files], split="train")
+    else:
+        try:
+            dataset = datasets.load_dataset(name, config, split=split)
+        except datasets.exceptions.DatasetNotFoundError as error:
+            raise ValueError(f"unknown dataset {name!r} (not a local file, not on the hub): {error}") from error
+    require_columns(dataset, required_columns, name)
+    return dataset
+
+
+def require_columns(dataset, columns, source: str) -> None:
+    missing = [c for c in columns if c not in dataset.column_names]
+    if missing:
+        raise ValueError(f"dataset {source} is missing column(s) {missing}; it has {dataset.column_names}")
+
+
+@torch.no_grad()
+def generate(model, tokenizer, prompts: list, max_new_tokens: int = 128, batch_size: int = 64,
+             temperature: float = 0.0, num_return_sequences: int = 1) -> list[list[str]]:
+    """Batched generation for chat prompts (lists of messages) or plain strings; greedy when temperature is 0.
+
+    Returns, per prompt, `num_return_sequences` completions (special tokens removed).
+    """
+    tokenizer.padding_side = "left"
+    model.eval()
+    outputs = []
+    device = next(model.parameters()).device
+    for start in range(0, len(prompts), batch_size):
+        batch = prompts[start:start + batch_size]
+        texts = [p if isinstance(p, str) else tokenizer.apply_chat_template(p, tokenize=False,
+                                                                            add_generation_prompt=True)
+                 for p in batch]
+        enc = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(device)
+        sampling = {"do_sample": True, "temperature": temperature, "top_k": 0, "top_p": 1.0} if temperature > 0 \
+            else {"do_sample": False}
+        generated = model.generate(**enc, max_new_tokens=max_new_tokens, num_return_sequences=num_return_sequences,
+                                   pad_token_id=tokenizer.pad_token_id, **sampling)
+        completions = tokenizer.batch_decode(generated[:, enc["input_ids"].shape[1]:], skip_special_tokens=True)
+        outputs.extend(completions[i:i + num_return_sequences]
+                       for i in range(0, len(completions), num_return_sequences))
+    return outputs

@@ -1,0 +1,78 @@
+"""Score a JSONL of completions with chosen rewards and say why each got its score.
+
+Usage:
+    make score FILE=completions.jsonl REWARDS=math_accuracy,format
+    python -m rewards.score completions.jsonl --rewards math_accuracy,format
+
+Each line holds a `completion` (string or message list) plus the dataset columns the rewards need
+(`answer` for math, `tests`/`setup` for code). This is how to debug a reward on real model output before a run.
+"""
+
+import argparse
+import json
+from collections import Counter
+from pathlib import Path
+
+from rewards import REQUIRED_COLUMNS, get_reward_funcs
+from rewards._text import completion_text
+
+
+def explain(name: str, rows: list[dict]) -> list[tuple[float | None, str]]:
+    """(score, why) per row; math and code rewards report the extracted answer/program and the verdict."""
+    completions = [r["completion"] for r in rows]
+    if name == "math_accuracy":
+        from rewards.math import check_answers
+
+        return [(score, f"{reason}: extracted {extracted!r}") for score, extracted, reason in
+                check_answers(completions, [r["answer"] for r in rows])]
+    if name == "code_tests":
+        from rewards.code import extract_program, run_tests
+
+        results = run_tests(completions, [r["tests"] for r in rows], [r.get("setup", "") for r in rows])
+        return [(res.fraction, f"{res.passed}/{res.total} tests, {res.status}; program starts "
+                 f"{extract_program(completion_text(c))[:60]!r}" + (f"; stderr {res.stderr[-200:]!r}"
+                                                                     if res.stderr else ""))
+                for res, c in zip(results, completions, strict=True)]
+    (func,) = get_reward_funcs([name])
+    columns = {k: [r.get(k) for r in rows] for k in rows[0] if k != "completion"}
+    return [(score, "") for score in func(completions, **columns)]
+
+
+def load_rows(path: str, names: list[str]) -> list[dict]:
+    rows = [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+    if not rows:
+        raise ValueError(f"{path}: no rows")
+    for i, row in enumerate(rows, 1):
+        needed = ["completion"] + [c for n in names for c in REQUIRED_COLUMNS.get(n, [])]
+        missing = [c for c in needed if c not in row]
+        if missing:
+            raise ValueError(f"{path}, line {i}: missing key(s) {missing}; has {sorted(row)}")
+    return rows
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("file")
+    parser.add_argument("--rewards", required=True, help="comma-separated reward names or dotted paths")
+    args = parser.parse_args(argv)
+    names = [n.strip() for n in args.rewards.split(",") if n.strip()]
+    get_reward_funcs(names)  # unknown names fail here, before any work
+    rows = load_rows(args.file, names)
+    verdicts = {name: explain(name, rows) for name in names}
+    for i, row in enumerate(rows):
+        print(f"[{i}] {completion_text(row['completion'])[:80]!r}")
+        for name in names:
+            score, why = verdicts[name][i]
+            print(f"    {name}: {score}" + (f"  ({why})" if why else ""))
+    print("\ndistribution:")
+    for name in names:
+        scores = [s for s, _ in verdicts[name]]
+        valid = [s for s in scores if s is not None]
+        mean = sum(valid) / len(valid) if valid else float("nan")
+        counts = Counter(round(s, 3) if s is not None else None for s in scores)
+        print(f"  {name}: mean {mean:.3f} over {len(valid)}/{len(scores)}; "
+              + ", ".join(f"{k}: {v}" for k, v in sorted(counts.items(), key=lambda kv: str(kv[0]))))
+
+
+if __name__ == "__main__":
+    main()
