@@ -114,3 +114,125 @@ def generate(model, tokenizer, prompts: list, max_new_tokens: int = 128, batch_s
         outputs.extend(completions[i:i + num_return_sequences]
                        for i in range(0, len(completions), num_return_sequences))
     return outputs
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Run directories, resume, metrics, graceful SIGTERM
+# ---------------------------------------------------------------------------------------------------------------
+
+def parse_config(parser):
+    """TrlParser.parse_args_and_config, with the config file named in errors (unknown keys are errors)."""
+    import sys
+
+    try:
+        return parser.parse_args_and_config()
+    except ValueError as error:
+        config = sys.argv[sys.argv.index("--config") + 1] if "--config" in sys.argv else "command line"
+        raise SystemExit(f"error in {config}: {error}") from error
+
+
+def default_output_dir(method: str, profile: str) -> str:
+    import time
+
+    return f"runs/{method}-{profile}-{time.strftime('%Y%m%d-%H%M%S')}"
+
+
+def complete_checkpoints(output_dir: str | Path) -> list[Path]:
+    """checkpoint-N folders, oldest first; only those whose save finished (trainer_state.json is written last)."""
+    output_dir = Path(output_dir)
+    if not output_dir.is_dir():
+        return []
+    found = [p for p in output_dir.glob("checkpoint-*") if p.name.split("-")[-1].isdigit()
+             and (p / "trainer_state.json").exists()]
+    return sorted(found, key=lambda p: int(p.name.split("-")[-1]))
+
+
+def resolve_run_dir(training_args, method: str, profile: str) -> str | None:
+    """Sets output_dir (runs/<method>-<profile>-<timestamp> unless given) and returns the checkpoint to resume.
+
+    `resume_from_checkpoint: latest` resumes the newest complete checkpoint of output_dir, or, when output_dir is
+    not given, of the newest runs/<method>-<profile>-* folder.
+    """
+    resume = training_args.resume_from_checkpoint
+    if training_args.output_dir in (None, "", "trainer_output"):
+        runs = sorted(Path("runs").glob(f"{method}-{profile}-*")) if resume == "latest" else []
+        training_args.output_dir = str(runs[-1]) if runs else default_output_dir(method, profile)
+    if resume == "latest":
+        checkpoints = complete_checkpoints(training_args.output_dir)
+        if not checkpoints:
+            raise SystemExit(f"resume_from_checkpoint=latest: no complete checkpoint in {training_args.output_dir}")
+        resume = str(checkpoints[-1])
+    elif resume and not Path(resume).is_dir():
+        raise SystemExit(f"resume_from_checkpoint: {resume} is not a directory")
+    training_args.resume_from_checkpoint = resume
+    return resume
+
+
+def library_versions() -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    versions = {}
+    for package in ("torch", "transformers", "trl", "peft", "bitsandbytes", "datasets", "accelerate", "math-verify"):
+        try:
+            versions[package] = version(package)
+        except PackageNotFoundError:
+            versions[package] = "not installed"
+    return versions
+
+
+def write_run_files(output_dir: str, *configs) -> None:
+    """The resolved config (every dataclass the parser filled) and library versions, beside the adapter."""
+    import dataclasses
+    import json
+
+    import yaml
+
+    out = Path(output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    resolved = {}
+    for config in configs:
+        # json first: enums and dtypes become their plain string values
+        resolved.update(json.loads(json.dumps(dataclasses.asdict(config), default=str)))
+    (out / "config.yaml").write_text(yaml.safe_dump(resolved, sort_keys=True))
+    (out / "versions.json").write_text(json.dumps(library_versions(), indent=2) + "\n")
+
+
+def run_callbacks(output_dir: str) -> list:
+    """metrics.jsonl logging and graceful SIGTERM (save a checkpoint, then stop) for any transformers Trainer."""
+    import json
+    import signal
+
+    from transformers import TrainerCallback
+
+    class MetricsLogger(TrainerCallback):
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            if state.is_world_process_zero and logs:
+                with open(Path(output_dir) / "metrics.jsonl", "a") as fh:
+                    fh.write(json.dumps({"step": state.global_step, **logs}) + "\n")
+
+    class StopOnSigterm(TrainerCallback):
+        """SIGTERM (a scheduler's preemption, `kill`) saves a checkpoint at the end of the current step and exits."""
+
+        def __init__(self):
+            self.requested = False
+            signal.signal(signal.SIGTERM, self._request)
+
+        def _request(self, signum, frame):
+            self.requested = True
+
+        def on_step_end(self, args, state, control, **kwargs):
+            if self.requested:
+                control.should_save = True
+                control.should_training_stop = True
+            return control
+
+        def on_save(self, args, state, control, **kwargs):
+            if self.requested:  # PPO's loop ignores should_training_stop: leave once the checkpoint is on disk
+                raise SystemExit(f"SIGTERM: saved checkpoint-{state.global_step} in {args.output_dir}; stopping")
+
+    return [MetricsLogger(), StopOnSigterm()]
+
+
+def prompt_messages(question: str, system_prompt: str | None) -> list[dict]:
+    messages = [{"role": "system", "content": system_prompt}] if system_prompt else []
+    return messages + [{"role": "user", "content": question}]

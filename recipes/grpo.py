@@ -1,0 +1,88 @@
+"""GRPO with QLoRA: sample a group of `num_generations` completions per prompt, score them with rule-based rewards,
+and use each completion's reward relative to its group as the advantage (no critic).
+
+Usage:
+    make grpo                                   # = python -m recipes.grpo --config recipes/configs/tiny/grpo.yaml
+    make grpo PROFILE=7b ARGS="--max_steps 200"
+    python -m recipes.grpo --config recipes/configs/tiny/grpo.yaml --resume_from_checkpoint latest
+"""
+
+from dataclasses import dataclass, field
+
+from trl import GRPOConfig, GRPOTrainer, ModelConfig, TrlParser, get_peft_config
+
+from recipes import common
+from rewards import REQUIRED_COLUMNS, get_reward_funcs
+
+
+@dataclass
+class ScriptArguments:
+    dataset_name: str = field(metadata={"help": "hub id, or a local .jsonl/.json/.parquet/.csv file or folder"})
+    dataset_config: str | None = None
+    dataset_train_split: str = "train"
+    prompt_column: str = "question"
+    system_prompt: str | None = None
+    max_train_samples: int | None = None
+    reward_funcs: list[str] = field(default_factory=lambda: ["math_accuracy"])
+    reward_kwargs: dict = field(default_factory=dict, metadata={"help": "reward name -> keyword arguments"})
+    profile: str = "tiny"
+
+
+def preflight(script_args: ScriptArguments, training_args: GRPOConfig, model_args: ModelConfig) -> None:
+    """Everything that can be checked before a model is loaded."""
+    generation_batch = training_args.per_device_train_batch_size * training_args.gradient_accumulation_steps
+    if generation_batch % training_args.num_generations:
+        raise SystemExit(f"per_device_train_batch_size x gradient_accumulation_steps = {generation_batch} is not "
+                         f"divisible by num_generations = {training_args.num_generations}")
+    if training_args.reward_weights and len(training_args.reward_weights) != len(script_args.reward_funcs):
+        raise SystemExit(f"reward_weights has {len(training_args.reward_weights)} entries for "
+                         f"{len(script_args.reward_funcs)} reward_funcs {script_args.reward_funcs}")
+    if training_args.use_vllm and (model_args.load_in_4bit or model_args.load_in_8bit):
+        raise SystemExit("use_vllm with a 4-bit/8-bit base: vLLM weight sync needs merged LoRA weights, which a "
+                         "quantized base cannot take. Use a bf16 base with vLLM, or use_vllm: false.")
+    try:
+        get_reward_funcs(script_args.reward_funcs, script_args.reward_kwargs)
+    except ValueError as error:
+        raise SystemExit(str(error)) from error
+    common.check_4bit_supported(model_args)
+
+
+def main(script_args: ScriptArguments, training_args: GRPOConfig, model_args: ModelConfig):
+    preflight(script_args, training_args, model_args)
+
+    # ----- data -----
+    needed = [script_args.prompt_column] + [c for n in script_args.reward_funcs for c in REQUIRED_COLUMNS.get(n, [])]
+    dataset = common.load_data(script_args.dataset_name, script_args.dataset_train_split, script_args.dataset_config,
+                               required_columns=needed)
+    if script_args.max_train_samples:
+        dataset = dataset.select(range(min(script_args.max_train_samples, len(dataset))))
+    dataset = dataset.map(lambda row: {"prompt": common.prompt_messages(row[script_args.prompt_column],
+                                                                        script_args.system_prompt)})
+
+    # ----- rewards -----
+    reward_funcs = get_reward_funcs(script_args.reward_funcs, script_args.reward_kwargs)
+
+    # ----- model -----
+    resume = common.resolve_run_dir(training_args, "grpo", script_args.profile)
+    training_args.model_init_kwargs = common.model_kwargs(model_args)
+    tokenizer = common.load_tokenizer(model_args)
+
+    # ----- trainer -----
+    trainer = GRPOTrainer(
+        model=model_args.model_name_or_path, reward_funcs=reward_funcs, args=training_args, train_dataset=dataset,
+        processing_class=tokenizer, peft_config=get_peft_config(model_args),
+        callbacks=common.run_callbacks(training_args.output_dir),
+    )
+    common.write_run_files(training_args.output_dir, script_args, training_args, model_args)
+    trainer.train(resume_from_checkpoint=resume)
+
+    # ----- save -----
+    trainer.save_model(training_args.output_dir)
+    tokenizer.save_pretrained(training_args.output_dir)
+    print(f"saved adapter to {training_args.output_dir}")
+    return trainer
+
+
+if __name__ == "__main__":
+    parser = TrlParser((ScriptArguments, GRPOConfig, ModelConfig))
+    main(*common.parse_config(parser))
