@@ -1,0 +1,63 @@
+"""ORPO with QLoRA: SFT on the chosen answer plus an odds-ratio penalty against the rejected one; no reference model.
+
+Usage:
+    make pairs && make orpo                     # = python -m recipes.orpo --config recipes/configs/tiny/orpo.yaml
+    make orpo PROFILE=7b
+    python -m recipes.orpo --config recipes/configs/tiny/orpo.yaml --resume_from_checkpoint latest
+
+Data: `prompt`/`chosen`/`rejected` (TRL's preference format) from `make pairs` or a hub preference dataset.
+"""
+
+from dataclasses import dataclass, field
+
+from trl import ModelConfig, TrlParser, get_peft_config
+from trl.experimental.orpo import ORPOConfig, ORPOTrainer
+
+from recipes import common
+
+
+@dataclass
+class ScriptArguments:
+    dataset_name: str = field(metadata={"help": "hub id, or a local .jsonl/.json/.parquet/.csv file or folder"})
+    dataset_config: str | None = None
+    dataset_train_split: str = "train"
+    max_train_samples: int | None = None
+    profile: str = "tiny"
+
+
+def main(script_args: ScriptArguments, training_args: ORPOConfig, model_args: ModelConfig):
+    common.check_4bit_supported(model_args)
+    if not model_args.use_peft:
+        raise SystemExit("this recipe trains LoRA adapters (use_peft: true)")
+
+    # ----- data -----
+    dataset = common.load_data(script_args.dataset_name, script_args.dataset_train_split,
+                               script_args.dataset_config, required_columns=["prompt", "chosen", "rejected"])
+    if script_args.max_train_samples:
+        dataset = dataset.select(range(min(script_args.max_train_samples, len(dataset))))
+    dataset = dataset.select_columns(["prompt", "chosen", "rejected"])
+
+    # ----- model -----
+    resume = common.resolve_run_dir(training_args, "orpo", script_args.profile)
+    training_args.model_init_kwargs = common.model_kwargs(model_args)
+    tokenizer = common.load_tokenizer(model_args)
+
+    # ----- trainer -----
+    trainer = ORPOTrainer(
+        model=model_args.model_name_or_path, args=training_args, train_dataset=dataset,
+        processing_class=tokenizer, peft_config=get_peft_config(model_args),
+        callbacks=common.run_callbacks(training_args.output_dir),
+    )
+    common.write_run_files(training_args.output_dir, script_args, training_args, model_args)
+    trainer.train(resume_from_checkpoint=resume)
+
+    # ----- save -----
+    trainer.save_model(training_args.output_dir)
+    tokenizer.save_pretrained(training_args.output_dir)
+    print(f"saved adapter to {training_args.output_dir}")
+    return trainer
+
+
+if __name__ == "__main__":
+    parser = TrlParser((ScriptArguments, ORPOConfig, ModelConfig))
+    main(*common.parse_config(parser))

@@ -1,0 +1,115 @@
+"""Build an on-policy preference dataset for DPO/ORPO from any prompt dataset, with the same rewards as GRPO/PPO:
+sample `num_samples` completions per prompt from the starting model, score them, and keep (best, worst) when
+their scores differ by at least `min_margin`.
+
+Usage:
+    make pairs                                  # = python -m recipes.pairs --config recipes/configs/tiny/pairs.yaml
+    python -m recipes.pairs --config recipes/configs/tiny/pairs.yaml --max_prompts 64 --output runs/pairs.jsonl
+
+Writes TRL's conversational preference format (`prompt`, `chosen`, `rejected` as message lists) plus
+`score_chosen`, `score_rejected` and the prompt's gold columns, as JSONL or Parquet (by the output's suffix).
+"""
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+from trl import ModelConfig, TrlParser
+
+from recipes import common
+from rewards import REQUIRED_COLUMNS, get_reward_funcs
+
+
+@dataclass
+class PairsArguments:
+    dataset_name: str = field(metadata={"help": "hub id, or a local .jsonl/.json/.parquet/.csv file or folder"})
+    output: str = field(metadata={"help": "where to write the pairs: .jsonl or .parquet"})
+    dataset_config: str | None = None
+    dataset_train_split: str = "train"
+    prompt_column: str = "question"
+    system_prompt: str | None = None
+    max_prompts: int | None = None
+    reward_funcs: list[str] = field(default_factory=lambda: ["math_accuracy"])
+    reward_weights: list[float] | None = None
+    reward_kwargs: dict = field(default_factory=dict)
+    num_samples: int = 8
+    temperature: float = 1.0
+    max_new_tokens: int = 128
+    batch_size: int = 64
+    min_margin: float = 0.5
+    seed: int = 0
+    profile: str = "tiny"
+
+
+def best_and_worst(completions: list[str], scores: list[float], min_margin: float):
+    """(chosen, rejected, their scores) or None; ties go to the shorter completion for chosen, longer rejected."""
+    ranked = sorted(zip(scores, completions, strict=True), key=lambda sc: (-sc[0], len(sc[1])))
+    (best_score, best), (worst_score, worst) = ranked[0], ranked[-1]
+    if best_score - worst_score < min_margin:
+        return None
+    return best, worst, best_score, worst_score
+
+
+def main(args: PairsArguments, model_args: ModelConfig):
+    # ----- pre-flight -----
+    if Path(args.output).suffix not in (".jsonl", ".parquet"):
+        raise SystemExit(f"output {args.output}: use a .jsonl or .parquet file name")
+    try:
+        reward_funcs = get_reward_funcs(args.reward_funcs, args.reward_kwargs)
+    except ValueError as error:
+        raise SystemExit(str(error)) from error
+    weights = args.reward_weights or [1.0] * len(reward_funcs)
+    if len(weights) != len(reward_funcs):
+        raise SystemExit(f"reward_weights has {len(weights)} entries for {len(reward_funcs)} reward_funcs")
+    if args.num_samples < 2:
+        raise SystemExit(f"num_samples must be >= 2 to form a pair, got {args.num_samples}")
+
+    # ----- data -----
+    needed = [args.prompt_column] + [c for n in args.reward_funcs for c in REQUIRED_COLUMNS.get(n, [])]
+    dataset = common.load_data(args.dataset_name, args.dataset_train_split, args.dataset_config, needed)
+    if args.max_prompts:
+        dataset = dataset.select(range(min(args.max_prompts, len(dataset))))
+
+    # ----- model -----
+    torch.manual_seed(args.seed)
+    model = common.load_model(model_args)
+    tokenizer = common.load_tokenizer(model_args)
+
+    # ----- sample and score -----
+    prompts = [common.prompt_messages(q, args.system_prompt) for q in dataset[args.prompt_column]]
+    samples = common.generate(model, tokenizer, prompts, max_new_tokens=args.max_new_tokens,
+                              batch_size=max(1, args.batch_size // args.num_samples),
+                              temperature=args.temperature, num_return_sequences=args.num_samples)
+    gold_columns = [c for c in dataset.column_names if c != args.prompt_column]
+    rows = []
+    for prompt, completions, gold in zip(prompts, samples, dataset, strict=True):
+        columns = {c: [gold[c]] * len(completions) for c in gold_columns}
+        totals = [0.0] * len(completions)
+        for func, weight in zip(reward_funcs, weights, strict=True):
+            for i, score in enumerate(func(completions, **columns)):
+                totals[i] += weight * (score or 0.0)
+        pair = best_and_worst(completions, totals, args.min_margin)
+        if pair:
+            chosen, rejected, score_chosen, score_rejected = pair
+            rows.append({"prompt": prompt, "chosen": [{"role": "assistant", "content": chosen}],
+                         "rejected": [{"role": "assistant", "content": rejected}], "score_chosen": score_chosen,
+                         "score_rejected": score_rejected, **{c: gold[c] for c in gold_columns}})
+
+    # ----- save -----
+    out = Path(args.output)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if out.suffix == ".parquet":
+        import datasets
+
+        datasets.Dataset.from_list(rows).to_parquet(str(out))
+    else:
+        out.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    print(f"{len(rows)} pairs from {len(prompts)} prompts ({args.num_samples} samples each, margin >= "
+          f"{args.min_margin}) -> {out}")
+    return rows
+
+
+if __name__ == "__main__":
+    parser = TrlParser((PairsArguments, ModelConfig))
+    main(*common.parse_config(parser))
