@@ -132,9 +132,11 @@ class ResumablePPOTrainer(PPOTrainer):
             self.args.num_total_batches = total - done  # train() loops this many more updates
             self.add_callback(_RestoreProgress(self, Path(resume_from), done, total))
         sampler = EpochSeededSampler(len(self.train_dataset), self.args.seed, self.local_dataloader_batch_size, done)
+        # Its own generator: creating a DataLoader iterator draws a seed, which must not come from the global RNG
+        # (a resumed run creates its iterator after the RNG restore, an uninterrupted one long before).
         self.dataloader = self.accelerator.prepare(DataLoader(
             self.train_dataset, batch_size=self.local_dataloader_batch_size, sampler=sampler,
-            collate_fn=self.data_collator, drop_last=True))
+            collate_fn=self.data_collator, drop_last=True, generator=torch.Generator().manual_seed(self.args.seed)))
 
     def _save_checkpoint(self, model, trial):
         folder = Path(self.args.output_dir) / f"checkpoint-{self.state.global_step}"
