@@ -7,7 +7,14 @@ PY := $(VENV)/bin/python
 TORCH ?= $(shell command -v nvidia-smi >/dev/null 2>&1 && echo "torch>=2.6,<2.15" || echo "torch==2.13.0")
 TINY := artifacts/tiny
 
-.PHONY: install test lint tiny bench-rewards score
+PROFILE ?= tiny
+CONFIG ?=
+ARGS ?=
+# The tiny profile trains on artifacts that `make tiny` / `make pairs` build; they are made when missing.
+TINY_WORLD := $(if $(filter tiny,$(PROFILE)),$(TINY)/world.json)
+TINY_PAIRS := $(if $(filter tiny,$(PROFILE)),$(TINY)/pairs/train.jsonl)
+
+.PHONY: install test lint tiny bench-rewards score grpo ppo dpo orpo pairs
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -20,6 +27,18 @@ install: $(VENV)/.installed
 
 tiny: install
 	$(PY) -m recipes.tiny --out $(TINY)
+
+$(TINY)/world.json: | install
+	$(PY) -m recipes.tiny --out $(TINY)
+
+$(TINY)/pairs/train.jsonl: | $(TINY)/world.json
+	$(PY) -m recipes.pairs --config recipes/configs/tiny/pairs.yaml
+
+grpo ppo pairs: install $(TINY_WORLD)
+	$(PY) -m recipes.$@ --config $(or $(CONFIG),recipes/configs/$(PROFILE)/$@.yaml) $(ARGS)
+
+dpo orpo: install $(TINY_WORLD) $(TINY_PAIRS)
+	$(PY) -m recipes.$@ --config $(or $(CONFIG),recipes/configs/$(PROFILE)/$@.yaml) $(ARGS)
 
 test: install
 	$(PY) -m pytest

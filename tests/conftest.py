@@ -18,3 +18,15 @@ def tiny_world() -> Path:
     out = REPO_ROOT / "artifacts" / "tiny"
     ensure_tiny_world(out)
     return out
+
+
+@pytest.fixture(scope="session")
+def tiny_pairs(tiny_world, tmp_path_factory) -> Path:
+    """On-policy pairs from the tiny model, built once by the real `recipes.pairs` CLI path."""
+    import subprocess
+    import sys
+
+    out = tmp_path_factory.mktemp("pairs") / "train.jsonl"
+    subprocess.run([sys.executable, "-m", "recipes.pairs", "--config", "recipes/configs/tiny/pairs.yaml",
+                    "--max_prompts", "48", "--output", str(out)], cwd=REPO_ROOT, check=True, capture_output=True)
+    return out
