@@ -14,7 +14,11 @@ ARGS ?=
 TINY_WORLD := $(if $(filter tiny,$(PROFILE)),$(TINY)/world.json)
 TINY_PAIRS := $(if $(filter tiny,$(PROFILE)),$(TINY)/pairs/train.jsonl)
 
-.PHONY: install test lint tiny bench-rewards score grpo ppo dpo orpo pairs
+.PHONY: install test lint tiny bench-rewards score grpo ppo dpo orpo pairs eval eval-compare
+MODEL ?= $(TINY)/model
+TASK ?= tiny
+EVAL_FLAGS = --model $(MODEL) --task $(TASK) $(if $(ADAPTER),--adapter $(ADAPTER)) $(if $(DATA),--data $(DATA)) \
+	$(if $(LIMIT),--limit $(LIMIT)) $(if $(K),--k $(K)) $(if $(OUT),--out $(OUT))
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -51,3 +55,9 @@ bench-rewards: install
 
 score: install
 	$(PY) -m rewards.score $(FILE) --rewards $(REWARDS)
+
+eval: install $(if $(filter $(TINY)/model,$(MODEL)),$(TINY)/world.json)
+	$(PY) -m eval.run $(EVAL_FLAGS) $(ARGS)
+
+eval-compare: install
+	$(PY) -m eval.compare $(A) $(B)

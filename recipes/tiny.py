@@ -55,14 +55,12 @@ def to_chat(row: dict) -> dict:
             "completion": [{"role": "assistant", "content": row["answer"]}]}
 
 
-def held_out_accuracy(model, tokenizer, test_rows: list[dict], max_new_tokens: int = 96) -> float:
-    from recipes.common import generate
-    from rewards.math import math_accuracy
+def held_out_accuracy(model, tokenizer, test_rows: list[dict]) -> float:
+    """Greedy accuracy through `eval/` (the same code and verifier as `make eval TASK=tiny`)."""
+    from eval.run import evaluate_model
 
-    prompts = [[{"role": "user", "content": r["question"]}] for r in test_rows]
-    completions = [c[0] for c in generate(model, tokenizer, prompts, max_new_tokens=max_new_tokens)]
-    scores = math_accuracy(completions, answer=[r["answer"] for r in test_rows])
-    return sum(s or 0.0 for s in scores) / len(scores)
+    metrics, _ = evaluate_model(model, tokenizer, "tiny", test_rows)
+    return metrics["accuracy"]
 
 
 def build(out: Path, settings: dict) -> dict:

@@ -74,17 +74,3 @@ def test_world_json_records_the_build(tiny_world):
     assert 0.2 <= world["held_out_accuracy"] <= 0.7
     assert world["n_test"] == 200
 
-
-def test_tiny_model_re_evaluates_to_the_recorded_accuracy(tiny_world):
-    # One verifier, one number: the saved model scored again by the same code gives world.json's accuracy.
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    from recipes.tiny import held_out_accuracy
-
-    rows = [json.loads(line) for line in (tiny_world / "data" / "test.jsonl").read_text().splitlines()]
-    model = AutoModelForCausalLM.from_pretrained(tiny_world / "model")
-    tokenizer = AutoTokenizer.from_pretrained(tiny_world / "model")
-    world = json.loads((tiny_world / "world.json").read_text())
-    assert held_out_accuracy(model, tokenizer, rows) == world["held_out_accuracy"]
-    assert "<|im_start|>assistant" in tokenizer.apply_chat_template([{"role": "user", "content": "hi"}],
-                                                                   tokenize=False, add_generation_prompt=True)

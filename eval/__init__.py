@@ -1,0 +1,1 @@
+"""Evaluation (`make eval`): the same verifiers as training, from `rewards/`."""

@@ -1,0 +1,121 @@
+"""Evaluate a base model or a LoRA adapter on a math or code benchmark with the training verifiers.
+
+Usage:
+    make eval MODEL=artifacts/tiny/model TASK=tiny LIMIT=20
+    make eval MODEL=Qwen/Qwen2.5-7B-Instruct ADAPTER=runs/grpo-7b-... TASK=gsm8k K=8
+    python -m eval.run --model artifacts/tiny/model --task tiny --limit 20 --out results/eval/tiny-base
+
+Greedy by default; with --k > 1, k samples per problem at --temperature and pass@1..k (unbiased estimator).
+Writes results.json (settings, template, accuracy or pass@k with a 95% interval, versions, seconds) and
+samples.jsonl (prompt, completion, extracted answer or program, gold, score, reason).
+"""
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+from eval.tasks import TASKS, load_task_data, score
+
+METRICS = Path(__file__).parent / "metrics"
+
+
+def load_for_eval(model_path: str, adapter: str | None, load_in_4bit: bool):
+    from trl import ModelConfig
+
+    from recipes.common import load_model, load_tokenizer
+
+    model_args = ModelConfig(model_name_or_path=model_path, load_in_4bit=load_in_4bit,
+                             use_bnb_nested_quant=load_in_4bit, dtype="auto")
+    model = load_model(model_args)
+    tokenizer = load_tokenizer(ModelConfig(model_name_or_path=adapter or model_path))
+    if adapter:
+        from peft import PeftModel
+
+        model = PeftModel.from_pretrained(model, adapter)
+    return model, tokenizer
+
+
+def evaluate_model(model, tokenizer, task_name: str, rows: list[dict], k: int = 1, temperature: float = 0.0,
+                   max_new_tokens: int | None = None, batch_size: int = 64):
+    """(summary metrics, per-sample records). Used by `make eval` and by the tiny world's build."""
+    import evaluate
+
+    from recipes.common import generate
+
+    task = TASKS[task_name]
+    if k > 1 and temperature <= 0:
+        raise ValueError(f"k={k} samples need a temperature > 0")
+    prompts = [task.messages(row) for row in rows]
+    samples = generate(model, tokenizer, prompts, max_new_tokens=max_new_tokens or task.max_new_tokens,
+                       batch_size=batch_size, temperature=temperature, num_return_sequences=k)
+    flat_rows = [row for row in rows for _ in range(k)]
+    verdicts = score(task, flat_rows, [c for group in samples for c in group])
+    records = [{"index": i // k, "sample": i % k, "prompt": prompts[i // k][-1]["content"], "completion": completion,
+                "extracted": extracted, "gold": flat_rows[i].get(task.gold) if task.kind == "math" else None,
+                "score": s, "reason": reason}
+               for i, (completion, (s, extracted, reason)) in enumerate(
+                   zip([c for group in samples for c in group], verdicts, strict=True))]
+    if k == 1:
+        metrics = evaluate.load(str(METRICS / "accuracy")).compute(predictions=[r["score"] for r in records])
+    else:
+        correct = [sum(r["score"] for r in records[i * k:(i + 1) * k]) for i in range(len(rows))]
+        ks = [kk for kk in (1, 2, 4, 8, 16, 32, 64, 128) if kk <= k]
+        metrics = evaluate.load(str(METRICS / "pass_at_k")).compute(predictions=[int(c) for c in correct],
+                                                                    references=[k] * len(rows), k=ks)
+        metrics["n"] = len(rows)
+    return metrics, records
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", required=True, help="local path or hub id of the base model")
+    parser.add_argument("--adapter", help="a run directory holding a LoRA adapter")
+    parser.add_argument("--task", required=True, choices=sorted(TASKS))
+    parser.add_argument("--data", help="local file in the task's format instead of the hub")
+    parser.add_argument("--limit", type=int)
+    parser.add_argument("--k", type=int, default=1, help="samples per problem; >1 reports pass@k")
+    parser.add_argument("--temperature", type=float, help="default 0 (greedy) for k=1, 0.8 for k>1")
+    parser.add_argument("--max_new_tokens", type=int)
+    parser.add_argument("--batch_size", type=int, default=64)
+    parser.add_argument("--load_in_4bit", action="store_true", help="load the base in 4-bit NF4, as in training")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", help="output folder (default results/eval/<task>-<timestamp>)")
+    args = parser.parse_args(argv)
+
+    import torch
+
+    from recipes.common import library_versions
+
+    task = TASKS[args.task]
+    temperature = args.temperature if args.temperature is not None else (0.8 if args.k > 1 else 0.0)
+    rows = load_task_data(task, args.data, args.limit)  # bad data fails here, before the model loads
+    start = time.time()
+    torch.manual_seed(args.seed)
+    model, tokenizer = load_for_eval(args.model, args.adapter, args.load_in_4bit)
+    metrics, records = evaluate_model(model, tokenizer, args.task, rows, args.k, temperature, args.max_new_tokens,
+                                      args.batch_size)
+    out = Path(args.out or f"results/eval/{args.task}-{time.strftime('%Y%m%d-%H%M%S')}")
+    out.mkdir(parents=True, exist_ok=True)
+    results = {
+        "task": args.task, "model": args.model, "adapter": args.adapter, "n": len(rows), **metrics,
+        "generation": {"k": args.k, "temperature": temperature, "greedy": temperature == 0,
+                       "max_new_tokens": args.max_new_tokens or task.max_new_tokens, "batch_size": args.batch_size,
+                       "load_in_4bit": args.load_in_4bit, "seed": args.seed},
+        "template": {"system_prompt": task.system_prompt, "user": task.template, "chat_template": True},
+        "data": args.data or task.default_data or f"{task.hub_id}:{task.hub_config or ''}:{task.split}",
+        "versions": library_versions(), "seconds": round(time.time() - start, 1),
+    }
+    (out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
+    (out / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    headline = (f"accuracy {metrics['accuracy']:.1%} [{metrics['accuracy_ci95'][0]:.1%}, "
+                f"{metrics['accuracy_ci95'][1]:.1%}]" if args.k == 1 else
+                ", ".join(f"{key} {value:.1%}" for key, value in metrics.items() if key.startswith("pass@")
+                          and not key.endswith("ci95")))
+    print(f"{args.task}: {headline} on n={len(rows)} ({args.model}{' + ' + args.adapter if args.adapter else ''}, "
+          f"{'greedy' if temperature == 0 else f'T={temperature}'}) -> {out}")
+    return results
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,101 @@
+"""Evaluation tasks: where the data comes from, the exact prompt template, and the verifier (from `rewards/`).
+
+Every task loads from the hub by its usual id or from a local file in the same format (`--data`). Templates are
+explicit and recorded in results.json: published numbers swing with the template.
+"""
+
+from dataclasses import dataclass, field
+
+# Doubled braces: templates go through str.format.
+BOXED_INSTRUCTION = "Please reason step by step, and put your final answer within \\boxed{{}}."
+
+
+@dataclass(frozen=True)
+class Task:
+    name: str
+    hub_id: str | None
+    hub_config: str | None
+    split: str
+    columns: tuple[str, ...]  # required in the data
+    template: str  # the user message; {column} placeholders
+    system_prompt: str | None = None
+    kind: str = "math"  # "math": math_accuracy against `gold`; "code": code_tests in the sandbox
+    gold: str = "answer"
+    default_data: str | None = None
+    max_new_tokens: int = 512
+    notes: dict = field(default_factory=dict)
+
+    def messages(self, row: dict) -> list[dict]:
+        messages = [{"role": "system", "content": self.system_prompt}] if self.system_prompt else []
+        return messages + [{"role": "user", "content": self.template.format(**row)}]
+
+
+TASKS = {
+    "gsm8k": Task("gsm8k", "openai/gsm8k", "main", "test", ("question", "answer"),
+                  "{question}\n" + BOXED_INSTRUCTION),
+    "math500": Task("math500", "HuggingFaceH4/MATH-500", None, "test", ("problem", "answer"),
+                    "{problem}\n" + BOXED_INSTRUCTION, max_new_tokens=1024),
+    "humaneval": Task("humaneval", "openai/openai_humaneval", None, "test", ("prompt", "test", "entry_point"),
+                      "Complete the following Python function. Return the whole function in one ```python block."
+                      "\n\n```python\n{prompt}```", kind="code"),
+    "mbpp": Task("mbpp", "google-research-datasets/mbpp", "full", "test", ("text", "test_list"),
+                 "{text}\nYour code should pass these tests:\n{tests_shown}\nReturn the code in one ```python "
+                 "block.", kind="code"),
+    # The tiny world's held-out set, prompted exactly as its model was trained (no instruction, no system prompt).
+    "tiny": Task("tiny", None, None, "test", ("question", "answer"), "{question}",
+                 default_data="artifacts/tiny/data/test.jsonl", max_new_tokens=96),
+}
+
+
+def load_task_data(task: Task, data: str | None = None, limit: int | None = None):
+    """Rows of the task from `data` (a local file in the task's format) or from the hub."""
+    from recipes.common import load_data
+
+    source = data or task.default_data
+    if source:
+        rows = load_data(source, required_columns=task.columns)
+    elif task.hub_id:
+        rows = load_data(task.hub_id, task.split, task.hub_config, required_columns=task.columns)
+    else:
+        raise ValueError(f"task {task.name} needs --data (a local file)")
+    if limit:
+        rows = rows.select(range(min(limit, len(rows))))
+    return [prepare_row(task, dict(row)) for row in rows]
+
+
+def prepare_row(task: Task, row: dict) -> dict:
+    """Adds the fields the template and the verifier need, in the task's own terms."""
+    if task.name == "mbpp":
+        row["tests_shown"] = "\n".join(row["test_list"])
+        row["setup"] = row.get("test_setup_code") or ""
+    return row
+
+
+def program_for(task: Task, row: dict, completion: str) -> str:
+    """HumanEval completions may restate the whole function or only its body; either way, a runnable program."""
+    from rewards.code import extract_program
+
+    program = extract_program(completion)
+    if task.name == "humaneval" and f"def {row['entry_point']}" not in program:
+        program = row["prompt"] + program
+    return program
+
+
+def score(task: Task, rows: list[dict], completions: list[str]) -> list[tuple[float, str | None, str]]:
+    """(score, extracted answer or program, reason) per completion, with the training verifiers."""
+    if task.kind == "math":
+        from rewards.math import check_answers
+
+        return [(s or 0.0, extracted, reason) for s, extracted, reason in
+                check_answers(completions, [row[task.gold] for row in rows])]
+    from rewards.code import run_tests
+
+    programs = [program_for(task, row, c) for row, c in zip(rows, completions, strict=True)]
+    if task.name == "humaneval":
+        tests = [row["test"] + f"\ncheck({row['entry_point']})\n" for row in rows]
+    else:
+        tests = [row["test_list"] for row in rows]
+    results = run_tests(programs, tests, [row.get("setup", "") for row in rows])
+    # A problem is solved only when every test passes (as in the HumanEval/MBPP papers).
+    return [(float(r.total > 0 and r.passed == r.total), program[:2000], f"{r.passed}/{r.total} tests, {r.status}")
+            for r, program in zip(results, programs, strict=True)]

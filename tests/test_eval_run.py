@@ -1,0 +1,47 @@
+import json
+import subprocess
+
+from eval import compare
+from eval.run import main as eval_main
+from tests.conftest import REPO_ROOT
+
+
+def test_make_eval_on_the_tiny_model_writes_results_and_samples(tiny_world, tmp_path):
+    out = tmp_path / "base"
+    proc = subprocess.run(["make", "eval", "LIMIT=20", f"OUT={out}"], cwd=REPO_ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "tiny: accuracy" in proc.stdout
+    results = json.loads((out / "results.json").read_text())
+    samples = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
+    assert results["n"] == 20 and len(samples) == 20
+    assert results["accuracy"] == sum(s["score"] for s in samples) / 20
+    low, high = results["accuracy_ci95"]
+    assert low <= results["accuracy"] <= high
+    assert results["generation"]["greedy"] and results["template"]["user"] == "{question}"
+    assert results["versions"]["trl"] == "1.12.0" and results["seconds"] > 0
+    assert {"prompt", "completion", "extracted", "gold", "score", "reason"} <= set(samples[0])
+
+
+def test_one_verifier_one_number(tiny_world, tmp_path):
+    """`make eval` on the whole held-out set reports the accuracy `make tiny` printed."""
+    world = json.loads((tiny_world / "world.json").read_text())
+    results = eval_main(["--model", str(tiny_world / "model"), "--task", "tiny", "--out", str(tmp_path / "all")])
+    assert results["n"] == world["n_test"] == 200
+    assert results["accuracy"] == world["held_out_accuracy"]
+
+
+def test_sampling_reports_pass_at_k_and_compare_shows_flips(tiny_world, tmp_path, capsys):
+    greedy = eval_main(["--model", str(tiny_world / "model"), "--task", "tiny", "--limit", "12",
+                        "--out", str(tmp_path / "greedy")])
+    sampled = eval_main(["--model", str(tiny_world / "model"), "--task", "tiny", "--limit", "12", "--k", "4",
+                         "--temperature", "1.0", "--out", str(tmp_path / "sampled")])
+    assert 0.0 <= sampled["pass@1"] <= sampled["pass@2"] <= sampled["pass@4"] <= 1.0
+    assert sampled["generation"]["k"] == 4 and not sampled["generation"]["greedy"]
+    changed = compare.main([str(tmp_path / "greedy" / "results.json"), str(tmp_path / "sampled" / "results.json")])
+    a = [json.loads(line)["score"] for line in (tmp_path / "greedy" / "samples.jsonl").read_text().splitlines()]
+    b = [json.loads(line) for line in (tmp_path / "sampled" / "samples.jsonl").read_text().splitlines()]
+    b_first = [row["score"] for row in b if row["sample"] == 0]
+    assert len(changed["a_right_b_wrong"]) == sum(x > y for x, y in zip(a, b_first, strict=True))
+    assert len(changed["a_wrong_b_right"]) == sum(y > x for x, y in zip(a, b_first, strict=True))
+    assert "flips on 12 shared problems" in capsys.readouterr().out
+    assert greedy["accuracy"] == sum(a) / 12
