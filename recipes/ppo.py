@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
-from peft import LoraConfig, get_peft_model, get_peft_model_state_dict, set_peft_model_state_dict
+from peft import LoraConfig, get_peft_model, set_peft_model_state_dict
 from safetensors.torch import load_file, save_file
 from torch import nn
 from torch.utils.data import DataLoader, Sampler

@@ -4,8 +4,15 @@ import re
 import pytest
 
 import recipes.grpo as grpo
-from tests.recipe_helpers import (assert_adapter_loads_and_generates, cli, count_4bit, metrics_steps,
-                                  run_and_sigterm_after, run_recipe, tree_digest)
+from tests.recipe_helpers import (
+    assert_adapter_loads_and_generates,
+    cli,
+    count_4bit,
+    metrics_steps,
+    run_and_sigterm_after,
+    run_recipe,
+    tree_digest,
+)
 
 CONFIG = "recipes/configs/tiny/grpo.yaml"
 

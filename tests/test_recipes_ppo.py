@@ -6,8 +6,15 @@ from trl.experimental.utils import get_reward
 
 import recipes.ppo as ppo
 from rewards import REWARDS
-from tests.recipe_helpers import (assert_adapter_loads_and_generates, cli, count_4bit, metrics_steps,
-                                  run_and_sigterm_after, run_recipe, tree_digest)
+from tests.recipe_helpers import (
+    assert_adapter_loads_and_generates,
+    cli,
+    count_4bit,
+    metrics_steps,
+    run_and_sigterm_after,
+    run_recipe,
+    tree_digest,
+)
 
 CONFIG = "recipes/configs/tiny/ppo.yaml"
 
