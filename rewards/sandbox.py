@@ -7,7 +7,7 @@ What is isolated (each program, every run):
   host's localhost), a new PID namespace (the program sees only itself; `kill(-1)` reaches nothing outside, and
   every process it started dies with it), new mount, IPC and UTS namespaces with private size-capped tmpfs on
   /tmp, /var/tmp and /dev/shm, which is the program's working directory and vanishes with it;
-- as root, the program runs as an unprivileged uid of its own (one per parallel slot, via `setpriv`, no new
+- as root, the program runs as an unprivileged uid of its own (one per parallel slot, with no new
   privileges), so it cannot write the project, /root or the host's /tmp, and RLIMIT_NPROC really binds
   (it does not bind root); without root, a user namespace maps the caller to root inside;
 - rlimits: CPU seconds, address space, processes, file size, open files, no core dumps;
@@ -111,10 +111,13 @@ class Sandbox:
     def _pick_python(self, as_root: bool) -> str:
         # The sandbox uid may not reach the trainer's interpreter (e.g. a venv under /root); programs need only
         # the standard library, so any Python 3 it can execute will do.
-        candidates = [os.path.realpath(sys.executable), shutil.which("python3") or "/usr/bin/python3"]
+        candidates = list(dict.fromkeys(p for p in (os.path.realpath(sys.executable), shutil.which("python3"),
+                                                    "/usr/bin/python3", "/usr/local/bin/python3") if p))
+        uid = SANDBOX_UID_BASE
+        drop = f"import os; os.setgroups([]); os.setresgid({uid}, {uid}, {uid}); os.setresuid({uid}, {uid}, {uid}); "
         for candidate in candidates:
-            prefix = ["setpriv", f"--reuid={SANDBOX_UID_BASE}", f"--regid={SANDBOX_UID_BASE}", "--clear-groups"]
-            if _probe([*(prefix if as_root else []), candidate, "-I", "-S", "-c", "pass"]):
+            # After the harness drops to the sandbox uid, programs import the standard library as that uid.
+            if _probe([candidate, "-I", "-S", "-c", (drop if as_root else "") + "import decimal, json, socket"]):
                 return candidate
         raise RuntimeError(f"rewards.sandbox: no Python interpreter the sandbox user can run among {candidates}")
 
@@ -123,19 +126,19 @@ class Sandbox:
         """"root" (namespaces + own uid), "userns" (namespaces in a user namespace) or "rlimits-only"."""
         return self._isolation
 
-    def _command(self, slot: int) -> list[str]:
+    def _command(self) -> list[str]:
         python = [self._python, "-I", "-S", "-c", HARNESS]
         if self._isolation == "rlimits-only":
             return python
-        uid = SANDBOX_UID_BASE + slot
-        size = self.limits.tmpfs_bytes
-        mounts = " && ".join(f"mount -t tmpfs -o size={size},mode=1777 tmpfs {d}" for d in ("/tmp", "/var/tmp",
-                                                                                                "/dev/shm"))
-        drop = (f"exec setpriv --reuid={uid} --regid={uid} --clear-groups --no-new-privs"
-                if self._isolation == "root" else "exec")
-        # `mount` needs the new mount namespace; the exec'd python becomes PID 1 of the new PID namespace.
-        script = f'{mounts} && cd /tmp && {drop} "$@"'
-        return [*self._unshare, "--mount", "sh", "-c", script, "sandbox", *python]
+        # The harness mounts the private tmpfs and drops to the slot's uid itself (see _sandbox_harness.py); it is
+        # PID 1 of the new PID namespace, so every process the program starts dies with it.
+        return [*self._unshare, "--mount", *python]
+
+    def _isolation_job(self, slot: int) -> dict:
+        namespaces = self._isolation != "rlimits-only"
+        return {"mounts": ["/tmp", "/var/tmp", "/dev/shm"] if namespaces else [],
+                "tmpfs_bytes": self.limits.tmpfs_bytes,
+                "uid": SANDBOX_UID_BASE + slot if self._isolation == "root" else None}
 
     def run(self, program: str, tests: list[str], setup: str = "") -> RunResult:
         """Runs `setup`, then `program`, then each test string; passed = tests that ran to the end."""
@@ -156,12 +159,12 @@ class Sandbox:
         workdir = tempfile.mkdtemp(prefix="sandbox-")
         report_read, report_write = os.pipe()
         job = json.dumps({"program": program, "tests": tests, "setup": setup, "nonce": nonce,
-                          "report_fd": report_write, "limits": self.limits.rlimits()})
+                          "report_fd": report_write, "limits": self.limits.rlimits(), **self._isolation_job(slot)})
         try:
             with open(os.path.join(workdir, "stdout"), "w+b") as out, open(os.path.join(workdir, "stderr"),
                                                                             "w+b") as err:
                 proc = subprocess.Popen(
-                    self._command(slot), stdin=subprocess.PIPE, stdout=out, stderr=err, pass_fds=(report_write,),
+                    self._command(), stdin=subprocess.PIPE, stdout=out, stderr=err, pass_fds=(report_write,),
                     env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/tmp"}, cwd=workdir,
                     start_new_session=True,
                 )
