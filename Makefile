@@ -14,7 +14,7 @@ ARGS ?=
 TINY_WORLD := $(if $(filter tiny,$(PROFILE)),$(TINY)/world.json)
 TINY_PAIRS := $(if $(filter tiny,$(PROFILE)),$(TINY)/pairs/train.jsonl)
 
-.PHONY: install test lint tiny bench-rewards score grpo ppo dpo orpo pairs eval eval-compare
+.PHONY: install test lint tiny bench-rewards score grpo ppo dpo orpo pairs eval eval-compare reward-check
 MODEL ?= $(TINY)/model
 TASK ?= tiny
 EVAL_FLAGS = --model $(MODEL) --task $(TASK) $(if $(ADAPTER),--adapter $(ADAPTER)) $(if $(DATA),--data $(DATA)) \
@@ -61,3 +61,6 @@ eval: install $(if $(filter $(TINY)/model,$(MODEL)),$(TINY)/world.json)
 
 eval-compare: install
 	$(PY) -m eval.compare $(A) $(B)
+
+reward-check: install $(TINY)/world.json
+	$(PY) -m eval.reward_check $(ARGS)

@@ -36,9 +36,23 @@ def load_for_eval(model_path: str, adapter: str | None, load_in_4bit: bool):
     return model, tokenizer
 
 
+def generate_vllm(model_path: str, adapter: str | None, prompts: list, k: int, temperature: float,
+                  max_new_tokens: int) -> list[list[str]]:
+    """The same prompts through vLLM (optional extra: `pip install vllm`); the adapter via a LoRARequest."""
+    from vllm import LLM, SamplingParams
+    from vllm.lora.request import LoRARequest
+
+    llm = LLM(model=model_path, enable_lora=adapter is not None, seed=0)
+    params = SamplingParams(n=k, temperature=temperature, max_tokens=max_new_tokens)
+    lora = LoRARequest("adapter", 1, adapter) if adapter else None
+    outputs = llm.chat(prompts, params, lora_request=lora, use_tqdm=True)
+    return [[choice.text for choice in output.outputs] for output in outputs]
+
+
 def evaluate_model(model, tokenizer, task_name: str, rows: list[dict], k: int = 1, temperature: float = 0.0,
-                   max_new_tokens: int | None = None, batch_size: int = 64):
-    """(summary metrics, per-sample records). Used by `make eval` and by the tiny world's build."""
+                   max_new_tokens: int | None = None, batch_size: int = 64, samples: list[list[str]] | None = None):
+    """(summary metrics, per-sample records). Used by `make eval` and by the tiny world's build.
+    `samples` (k completions per row) skips generation, e.g. when vLLM generated them."""
     import evaluate
 
     from recipes.common import generate
@@ -47,8 +61,9 @@ def evaluate_model(model, tokenizer, task_name: str, rows: list[dict], k: int = 
     if k > 1 and temperature <= 0:
         raise ValueError(f"k={k} samples need a temperature > 0")
     prompts = [task.messages(row) for row in rows]
-    samples = generate(model, tokenizer, prompts, max_new_tokens=max_new_tokens or task.max_new_tokens,
-                       batch_size=batch_size, temperature=temperature, num_return_sequences=k)
+    if samples is None:
+        samples = generate(model, tokenizer, prompts, max_new_tokens=max_new_tokens or task.max_new_tokens,
+                           batch_size=batch_size, temperature=temperature, num_return_sequences=k)
     flat_rows = [row for row in rows for _ in range(k)]
     verdicts = score(task, flat_rows, [c for group in samples for c in group])
     records = [{"index": i // k, "sample": i % k, "prompt": prompts[i // k][-1]["content"], "completion": completion,
@@ -79,6 +94,7 @@ def main(argv=None):
     parser.add_argument("--max_new_tokens", type=int)
     parser.add_argument("--batch_size", type=int, default=64)
     parser.add_argument("--load_in_4bit", action="store_true", help="load the base in 4-bit NF4, as in training")
+    parser.add_argument("--use_vllm", action="store_true", help="generate with vLLM (optional, must be installed)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", help="output folder (default results/eval/<task>-<timestamp>)")
     args = parser.parse_args(argv)
@@ -89,19 +105,31 @@ def main(argv=None):
 
     task = TASKS[args.task]
     temperature = args.temperature if args.temperature is not None else (0.8 if args.k > 1 else 0.0)
+    if args.use_vllm:
+        import importlib.util
+
+        if importlib.util.find_spec("vllm") is None:
+            raise SystemExit("--use_vllm: vLLM is not installed (pip install vllm); drop the flag to use transformers")
     rows = load_task_data(task, args.data, args.limit)  # bad data fails here, before the model loads
     start = time.time()
     torch.manual_seed(args.seed)
-    model, tokenizer = load_for_eval(args.model, args.adapter, args.load_in_4bit)
-    metrics, records = evaluate_model(model, tokenizer, args.task, rows, args.k, temperature, args.max_new_tokens,
-                                      args.batch_size)
+    if args.use_vllm:
+        prompts = [task.messages(row) for row in rows]
+        samples = generate_vllm(args.model, args.adapter, prompts, args.k, temperature,
+                                args.max_new_tokens or task.max_new_tokens)
+        metrics, records = evaluate_model(None, None, args.task, rows, args.k, temperature, samples=samples)
+    else:
+        model, tokenizer = load_for_eval(args.model, args.adapter, args.load_in_4bit)
+        metrics, records = evaluate_model(model, tokenizer, args.task, rows, args.k, temperature,
+                                          args.max_new_tokens, args.batch_size)
     out = Path(args.out or f"results/eval/{args.task}-{time.strftime('%Y%m%d-%H%M%S')}")
     out.mkdir(parents=True, exist_ok=True)
     results = {
         "task": args.task, "model": args.model, "adapter": args.adapter, "n": len(rows), **metrics,
         "generation": {"k": args.k, "temperature": temperature, "greedy": temperature == 0,
                        "max_new_tokens": args.max_new_tokens or task.max_new_tokens, "batch_size": args.batch_size,
-                       "load_in_4bit": args.load_in_4bit, "seed": args.seed},
+                       "load_in_4bit": args.load_in_4bit, "seed": args.seed,
+                       "backend": "vllm" if args.use_vllm else "transformers"},
         "template": {"system_prompt": task.system_prompt, "user": task.template, "chat_template": True},
         "data": args.data or task.default_data or f"{task.hub_id}:{task.hub_config or ''}:{task.split}",
         "versions": library_versions(), "seconds": round(time.time() - start, 1),

@@ -45,3 +45,14 @@ def test_sampling_reports_pass_at_k_and_compare_shows_flips(tiny_world, tmp_path
     assert len(changed["a_wrong_b_right"]) == sum(y > x for x, y in zip(a, b_first, strict=True))
     assert "flips on 12 shared problems" in capsys.readouterr().out
     assert greedy["accuracy"] == sum(a) / 12
+
+
+def test_vllm_is_optional_and_asking_for_it_without_it_is_a_clear_error(tmp_path, monkeypatch):
+    import importlib.util
+
+    import pytest
+
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None if name == "vllm" else real_find_spec(name))
+    with pytest.raises(SystemExit, match="vLLM is not installed"):
+        eval_main(["--model", "m", "--task", "tiny", "--use_vllm", "--out", str(tmp_path)])
