@@ -22,10 +22,10 @@ CONFIG = "recipes/configs/tiny/grpo.yaml"
 
 
 def sampled_reward(model: str, adapter: str | None, data: str, prompts: int, k: int, temperature: float) -> dict:
+    import torch
+
     from eval.run import evaluate_model, load_for_eval
     from eval.tasks import TASKS, load_task_data
-
-    import torch
 
     torch.manual_seed(0)
     rows = load_task_data(TASKS["tiny"], data, prompts)
