@@ -1,0 +1,26 @@
+"""Notebooks are executed top to bottom, as a user would run them."""
+
+import nbformat
+from nbclient import NotebookClient
+
+from tests.conftest import REPO_ROOT
+
+
+def execute(name: str):
+    notebook = nbformat.read(REPO_ROOT / "notebooks" / name, as_version=4)
+    NotebookClient(notebook, timeout=120, kernel_name="python3",
+                   resources={"metadata": {"path": str(REPO_ROOT / "notebooks")}}).execute()
+    return notebook
+
+
+def outputs(notebook) -> str:
+    return "\n".join(out.get("text", "") + str(out.get("data", {}).get("text/plain", ""))
+                     for cell in notebook.cells if cell.cell_type == "code" for out in cell.get("outputs", []))
+
+
+def test_rewards_playground_runs_and_shows_scores_and_failures():
+    text = outputs(execute("rewards.ipynb"))
+    assert "'math_accuracy'" in text and "shows_work" in text
+    assert "math_accuracy: mean" in text
+    # the wrong carry (#1), the unparseable answer (#5) and the hostile expression (#7) are reported with reasons
+    assert "#1: wrong" in text and "#5: unparseable answer" in text and "#7:" in text
