@@ -38,11 +38,15 @@ $(TINY)/world.json: | install
 $(TINY)/pairs/train.jsonl: | $(TINY)/world.json
 	$(PY) -m recipes.pairs --config recipes/configs/tiny/pairs.yaml
 
+# LAUNCH=<name of recipes/accelerate/*.yaml> [NPROC=n] runs the recipe under `accelerate launch`.
+LAUNCHER = $(if $(LAUNCH),$(VENV)/bin/accelerate launch --config_file recipes/accelerate/$(LAUNCH).yaml \
+	$(if $(NPROC),--num_processes $(NPROC)) -m,$(PY) -m)
+
 grpo ppo pairs: install $(TINY_WORLD)
-	$(PY) -m recipes.$@ --config $(or $(CONFIG),recipes/configs/$(PROFILE)/$@.yaml) $(ARGS)
+	$(LAUNCHER) recipes.$@ --config $(or $(CONFIG),recipes/configs/$(PROFILE)/$@.yaml) $(ARGS)
 
 dpo orpo: install $(TINY_WORLD) $(TINY_PAIRS)
-	$(PY) -m recipes.$@ --config $(or $(CONFIG),recipes/configs/$(PROFILE)/$@.yaml) $(ARGS)
+	$(LAUNCHER) recipes.$@ --config $(or $(CONFIG),recipes/configs/$(PROFILE)/$@.yaml) $(ARGS)
 
 test: install
 	$(PY) -m pytest
