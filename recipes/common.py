@@ -233,6 +233,15 @@ def run_callbacks(output_dir: str) -> list:
     return [MetricsLogger(), StopOnSigterm()]
 
 
+def report_finished(trainer) -> None:
+    """One line per process, so a distributed launch shows that every rank got to the end."""
+    import torch.distributed as dist
+
+    backend = dist.get_backend() if dist.is_available() and dist.is_initialized() else "none"
+    state = trainer.accelerator.state
+    print(f"[rank {state.process_index}/{state.num_processes}, backend {backend}] finished")
+
+
 def prompt_messages(question: str, system_prompt: str | None) -> list[dict]:
     messages = [{"role": "system", "content": system_prompt}] if system_prompt else []
     return messages + [{"role": "user", "content": question}]

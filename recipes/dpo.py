@@ -47,13 +47,16 @@ def main(script_args: ScriptArguments, training_args: DPOConfig, model_args: Mod
         processing_class=tokenizer, peft_config=get_peft_config(model_args),
         callbacks=common.run_callbacks(training_args.output_dir),
     )
-    common.write_run_files(training_args.output_dir, script_args, training_args, model_args)
+    if trainer.is_world_process_zero():
+        common.write_run_files(training_args.output_dir, script_args, training_args, model_args)
     trainer.train(resume_from_checkpoint=resume)
 
     # ----- save -----
     trainer.save_model(training_args.output_dir)
-    tokenizer.save_pretrained(training_args.output_dir)
-    print(f"saved adapter to {training_args.output_dir}")
+    if trainer.is_world_process_zero():
+        tokenizer.save_pretrained(training_args.output_dir)
+        print(f"saved adapter to {training_args.output_dir}")
+    common.report_finished(trainer)
     return trainer
 
 

@@ -230,13 +230,16 @@ def main(script_args: ScriptArguments, training_args: PPOConfig, model_args: Mod
         value_model=value_model, train_dataset=train_dataset, peft_config=get_peft_config(model_args),
         callbacks=common.run_callbacks(training_args.output_dir), resume_from=resume,
     )
-    common.write_run_files(training_args.output_dir, script_args, training_args, model_args)
+    if trainer.is_world_process_zero():
+        common.write_run_files(training_args.output_dir, script_args, training_args, model_args)
     trainer.train()
 
     # ----- save -----
     trainer.save_model(training_args.output_dir)
-    tokenizer.save_pretrained(training_args.output_dir)
-    print(f"saved adapter to {training_args.output_dir}")
+    if trainer.is_world_process_zero():
+        tokenizer.save_pretrained(training_args.output_dir)
+        print(f"saved adapter to {training_args.output_dir}")
+    common.report_finished(trainer)
     return trainer
 
 
