@@ -26,7 +26,6 @@ What is not isolated:
 """
 
 import json
-import logging
 import os
 import secrets
 import select
@@ -40,8 +39,6 @@ import warnings
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-
-logger = logging.getLogger(__name__)
 
 HARNESS = (Path(__file__).parent / "_sandbox_harness.py").read_text()
 SANDBOX_UID_BASE = 61000
