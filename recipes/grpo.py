@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from trl import GRPOConfig, GRPOTrainer, ModelConfig, TrlParser, get_peft_config
 
 from recipes import common
-from rewards import REQUIRED_COLUMNS, get_reward_funcs
+from rewards import get_reward_funcs, required_columns
 
 
 @dataclass
@@ -51,7 +51,7 @@ def main(script_args: ScriptArguments, training_args: GRPOConfig, model_args: Mo
     preflight(script_args, training_args, model_args)
 
     # ----- data -----
-    needed = [script_args.prompt_column] + [c for n in script_args.reward_funcs for c in REQUIRED_COLUMNS.get(n, [])]
+    needed = [script_args.prompt_column, *required_columns(script_args.reward_funcs)]
     dataset = common.load_data(script_args.dataset_name, script_args.dataset_train_split, script_args.dataset_config,
                                required_columns=needed)
     if script_args.max_train_samples:

@@ -18,7 +18,7 @@ import torch
 from trl import ModelConfig, TrlParser
 
 from recipes import common
-from rewards import REQUIRED_COLUMNS, get_reward_funcs
+from rewards import get_reward_funcs, required_columns
 
 
 @dataclass
@@ -66,7 +66,7 @@ def main(args: PairsArguments, model_args: ModelConfig):
         raise SystemExit(f"num_samples must be >= 2 to form a pair, got {args.num_samples}")
 
     # ----- data -----
-    needed = [args.prompt_column] + [c for n in args.reward_funcs for c in REQUIRED_COLUMNS.get(n, [])]
+    needed = [args.prompt_column, *required_columns(args.reward_funcs)]
     dataset = common.load_data(args.dataset_name, args.dataset_train_split, args.dataset_config, needed)
     if args.max_prompts:
         dataset = dataset.select(range(min(args.max_prompts, len(dataset))))

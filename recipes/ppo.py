@@ -25,7 +25,7 @@ from trl import ModelConfig, TrlParser, get_peft_config
 from trl.experimental.ppo import PPOConfig, PPOTrainer
 
 from recipes import common
-from rewards import REQUIRED_COLUMNS, get_reward_funcs
+from rewards import get_reward_funcs, required_columns
 
 
 @dataclass
@@ -190,7 +190,7 @@ def main(script_args: ScriptArguments, training_args: PPOConfig, model_args: Mod
     # ----- data -----
     needed = [script_args.prompt_column]
     if not script_args.use_reward_model:
-        needed += [c for n in script_args.reward_funcs for c in REQUIRED_COLUMNS.get(n, [])]
+        needed += required_columns(script_args.reward_funcs)
     dataset = common.load_data(script_args.dataset_name, script_args.dataset_train_split, script_args.dataset_config,
                                required_columns=needed)
     if script_args.max_train_samples:

@@ -31,6 +31,11 @@ REQUIRED_COLUMNS = {
 }
 
 
+def required_columns(names) -> list[str]:
+    """Dataset columns the named rewards read, in order, without repeats (user rewards declare none)."""
+    return list(dict.fromkeys(column for name in names for column in REQUIRED_COLUMNS.get(name, [])))
+
+
 def get_reward_func(name: str, kwargs: dict | None = None):
     """A registered reward by name, or any function by dotted import path; kwargs configure class-based rewards."""
     if name in REWARDS:

@@ -13,7 +13,7 @@ import json
 from collections import Counter
 from pathlib import Path
 
-from rewards import REQUIRED_COLUMNS, get_reward_funcs
+from rewards import get_reward_funcs, required_columns
 from rewards._text import completion_text
 
 
@@ -43,7 +43,7 @@ def load_rows(path: str, names: list[str]) -> list[dict]:
     if not rows:
         raise ValueError(f"{path}: no rows")
     for i, row in enumerate(rows, 1):
-        needed = ["completion"] + [c for n in names for c in REQUIRED_COLUMNS.get(n, [])]
+        needed = ["completion", *required_columns(names)]
         missing = [c for c in needed if c not in row]
         if missing:
             raise ValueError(f"{path}, line {i}: missing key(s) {missing}; has {sorted(row)}")
