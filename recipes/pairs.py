@@ -18,7 +18,7 @@ import torch
 from trl import ModelConfig, TrlParser
 
 from recipes import common
-from rewards import get_reward_funcs, required_columns
+from rewards import get_reward_funcs, required_columns, weighted_sum
 
 
 @dataclass
@@ -85,11 +85,8 @@ def main(args: PairsArguments, model_args: ModelConfig):
     rows = []
     for prompt, completions, gold in zip(prompts, samples, dataset, strict=True):
         columns = {c: [gold[c]] * len(completions) for c in gold_columns}
-        totals = [0.0] * len(completions)
-        for func, weight in zip(reward_funcs, weights, strict=True):
-            for i, score in enumerate(func(completions, **columns)):
-                totals[i] += weight * (score or 0.0)
-        pair = best_and_worst(completions, totals, args.min_margin)
+        pair = best_and_worst(completions, weighted_sum(reward_funcs, weights, completions, **columns),
+                              args.min_margin)
         if pair:
             chosen, rejected, score_chosen, score_rejected = pair
             rows.append({"prompt": prompt, "chosen": [{"role": "assistant", "content": chosen}],

@@ -25,7 +25,7 @@ from trl import ModelConfig, TrlParser, get_peft_config
 from trl.experimental.ppo import PPOConfig, PPOTrainer
 
 from recipes import common
-from rewards import get_reward_funcs, required_columns
+from rewards import get_reward_funcs, required_columns, weighted_sum
 
 
 @dataclass
@@ -79,10 +79,7 @@ class _RewardBackbone(nn.Module):
         rows = [self.split(ids[mask].tolist()) for ids, mask in zip(input_ids, attention_mask.bool(), strict=True)]
         completions = [self.tokenizer.decode(response, skip_special_tokens=True) for _, response in rows]
         columns = {key: [r[0][key] for r in rows] for key in rows[0][0]}
-        total = torch.zeros(len(rows))
-        for func, weight in zip(self.reward_funcs, self.weights, strict=True):
-            scores = func(completions, **columns)
-            total += weight * torch.tensor([0.0 if s is None else float(s) for s in scores])
+        total = torch.tensor(weighted_sum(self.reward_funcs, self.weights, completions, **columns))
         hidden = total.to(self.anchor.device, self.anchor.dtype)[:, None, None].expand(-1, input_ids.shape[1], 1)
         return BaseModelOutput(last_hidden_state=hidden, hidden_states=(hidden,))
 
@@ -152,10 +149,11 @@ class ResumablePPOTrainer(PPOTrainer):
 
         wrapper = self.accelerator.unwrap_model(self.model)
         set_peft_model_state_dict(wrapper.policy, load_file(str(checkpoint / "adapter_model.safetensors")))
-        missing = set(load_file(str(checkpoint / self.VALUE_FILE))) - set(dict(wrapper.value_model.named_parameters()))
+        value_weights = load_file(str(checkpoint / self.VALUE_FILE))
+        missing = set(value_weights) - set(dict(wrapper.value_model.named_parameters()))
         if missing:
             raise ValueError(f"{checkpoint}: value weights do not fit this value model: {sorted(missing)[:3]}")
-        wrapper.value_model.load_state_dict(load_file(str(checkpoint / self.VALUE_FILE)), strict=False)
+        wrapper.value_model.load_state_dict(value_weights, strict=False)
         self.optimizer.load_state_dict(torch.load(checkpoint / "optimizer.pt", map_location="cpu",
                                                   weights_only=True))
         self.lr_scheduler.load_state_dict(torch.load(checkpoint / "scheduler.pt", weights_only=True))

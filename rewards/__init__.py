@@ -58,6 +58,20 @@ def get_reward_func(name: str, kwargs: dict | None = None):
     return func
 
 
+def weighted_sum(reward_funcs, weights, completions, **columns) -> list[float]:
+    """Per completion, the weighted sum of the rewards, a `None` ("not applicable") counting 0.
+
+    >>> funcs = [REWARDS["math_accuracy"], REWARDS["format"]]
+    >>> weighted_sum(funcs, [1.0, 0.5], ["#### 4", "#### 5"], answer=["4", "4"])
+    [1.0, 0.0]
+    """
+    totals = [0.0] * len(completions)
+    for func, weight in zip(reward_funcs, weights, strict=True):
+        for i, score in enumerate(func(completions, **columns)):
+            totals[i] += weight * (0.0 if score is None else float(score))
+    return totals
+
+
 def get_reward_funcs(names, kwargs: dict[str, dict] | None = None) -> list:
     """Resolve a list of names (see `get_reward_func`); `kwargs` maps a name to its keyword arguments."""
     kwargs = kwargs or {}
