@@ -14,7 +14,8 @@ ARGS ?=
 TINY_WORLD := $(if $(filter tiny,$(PROFILE)),$(TINY)/world.json)
 TINY_PAIRS := $(if $(filter tiny,$(PROFILE)),$(TINY)/pairs/train.jsonl)
 
-.PHONY: install test lint tiny bench-rewards score grpo ppo dpo orpo pairs eval eval-compare reward-check
+.PHONY: install test lint tiny bench-rewards score grpo ppo dpo orpo pairs eval eval-compare reward-check compare \
+	estimate bench-memory
 MODEL ?= $(TINY)/model
 TASK ?= tiny
 EVAL_FLAGS = --model $(MODEL) --task $(TASK) $(if $(ADAPTER),--adapter $(ADAPTER)) $(if $(DATA),--data $(DATA)) \
@@ -68,3 +69,17 @@ eval-compare: install
 
 reward-check: install $(TINY)/world.json
 	$(PY) -m eval.reward_check $(ARGS)
+
+# The four methods from the same start on the same prompts: results/compare/$(PROFILE)/ (summary, table, plots).
+compare: install $(TINY_WORLD)
+	$(PY) -m eval.comparison --profile $(PROFILE) $(ARGS)
+
+# The estimator against measured peaks: 2 steps of each method on a random-init ~60M model on the CPU.
+bench-memory: install $(TINY)/world.json $(TINY)/pairs/train.jsonl
+	$(PY) -m eval.memory_check $(ARGS)
+
+# Memory per method from a model config alone: MODEL=<short name | config.json | hub id> [GPU_GB=24] [k=8] [SEQ=512]
+GPU_GB ?= 24
+estimate: install
+	$(PY) -m eval.estimate --model $(or $(filter-out $(TINY)/model,$(MODEL)),qwen2.5-7b) --gpu_gb $(GPU_GB) \
+		$(if $(k),--k $(k)) $(if $(SEQ),--seq $(SEQ)) $(ARGS)

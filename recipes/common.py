@@ -5,10 +5,25 @@ import os
 from pathlib import Path
 
 import torch
-from transformers import AutoModelForCausalLM, AutoTokenizer
+from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel
 from trl import ModelConfig, get_quantization_config
 
 LOCAL_SUFFIXES = {".jsonl": "json", ".json": "json", ".parquet": "parquet", ".csv": "csv"}
+
+
+def rss_mb(field: str = "VmRSS") -> float | None:
+    """This process's resident memory (VmRSS) or its peak (VmHWM) in MiB, from /proc (Linux); None elsewhere."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        return None
+    return None
+
+
+# The runtime alone (Python, torch, transformers, TRL imported; no model yet): what a CPU peak sits on top of.
+RSS_BEFORE_MODEL_MB = rss_mb()
 
 
 def resolve_dtype(model_args: ModelConfig) -> ModelConfig:
@@ -198,7 +213,8 @@ def write_run_files(output_dir: str, *configs) -> None:
 
 
 def run_callbacks(output_dir: str) -> list:
-    """metrics.jsonl logging and graceful SIGTERM (save a checkpoint, then stop) for any transformers Trainer."""
+    """metrics.jsonl logging, cost.json (memory, time) and graceful SIGTERM (save a checkpoint, then stop) for any
+    transformers Trainer."""
     import json
     import signal
 
@@ -230,7 +246,49 @@ def run_callbacks(output_dir: str) -> list:
             if self.requested:  # PPO's loop ignores should_training_stop: leave once the checkpoint is on disk
                 raise SystemExit(f"SIGTERM: saved checkpoint-{state.global_step} in {args.output_dir}; stopping")
 
-    return [MetricsLogger(), StopOnSigterm()]
+    class CostMeter(TrainerCallback):
+        """cost.json: what training cost, measured in-process. Peak memory excludes the model load's transient:
+        torch.cuda.max_memory_allocated on a GPU; on a CPU the peak RSS since training began (the kernel's
+        high-water mark, reset through /proc/self/clear_refs). Also wall-clock training seconds, optimizer steps,
+        trainable parameters and the number of 4-bit base models held (PPO's critic is a second one)."""
+
+        def on_train_begin(self, args, state, control, model=None, **kwargs):
+            import time
+
+            self.start = time.time()
+            self.trainable = sum(p.numel() for p in model.parameters() if p.requires_grad) if model else None
+            # a loaded base model carries its quantizer; PEFT wrappers only forward the attribute lookups
+            self.bases = sum(1 for m in model.modules()
+                             if isinstance(m, PreTrainedModel) and getattr(m, "hf_quantizer", None)) if model else None
+            if torch.cuda.is_available():
+                torch.cuda.reset_peak_memory_stats()
+                return
+            self.rss_at_train_begin = rss_mb()
+            try:
+                Path("/proc/self/clear_refs").write_text("5")  # 5: reset the peak RSS to the current RSS
+                self.measure = "peak RSS since training began (VmHWM after a reset)"
+            except OSError:
+                self.measure = "peak RSS over the process's lifetime (ru_maxrss; VmHWM could not be reset)"
+
+        def on_train_end(self, args, state, control, **kwargs):
+            import time
+
+            record = {"train_seconds": time.time() - self.start, "train_steps": state.global_step,
+                      "trainable_params": self.trainable, "models_in_memory": self.bases}
+            if torch.cuda.is_available():
+                record |= {"peak_memory_mb": torch.cuda.max_memory_allocated() / 2**20,
+                           "measure": "torch.cuda.max_memory_allocated", "device": torch.cuda.get_device_name()}
+            else:
+                import resource
+
+                peak = rss_mb("VmHWM") or resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+                record |= {"peak_memory_mb": peak, "measure": self.measure, "device": "cpu",
+                           "rss_before_model_mb": RSS_BEFORE_MODEL_MB,
+                           "rss_at_train_begin_mb": self.rss_at_train_begin}
+            if state.is_world_process_zero:
+                (Path(output_dir) / "cost.json").write_text(json.dumps(record, indent=2) + "\n")
+
+    return [MetricsLogger(), StopOnSigterm(), CostMeter()]
 
 
 def report_finished(trainer) -> None:

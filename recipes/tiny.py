@@ -5,7 +5,9 @@ Usage:
     python -m recipes.tiny --out artifacts/tiny --force
 
 Everything is local and seeded, so every make target and test runs without a hub. The layout it writes:
-    artifacts/tiny/data/{train,test}.jsonl   question/answer in GSM8K's format (answer ends in "#### n")
+    artifacts/tiny/data/{train,test}.jsonl   question/answer in GSM8K's format (answer ends in "#### n"); train
+                                             rows also hold the teacher's `demonstration` the SFT imitated, which
+                                             forgets the carry in half the problems that have one
     artifacts/tiny/model/                    tokenizer (with chat template) + SFT'd model, fp32 safetensors
     artifacts/tiny/world.json                settings, held-out greedy accuracy, build seconds
 """
@@ -25,8 +27,8 @@ CHAT_TEMPLATE = (
 )
 SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 DEFAULTS = {"seed": 0, "n_train": 4000, "n_test": 200, "vocab_size": 320, "hidden_size": 128, "layers": 4,
-            "heads": 4, "kv_heads": 2, "intermediate_size": 256, "max_length": 128, "sft_steps": 450,
-            "batch_size": 32, "learning_rate": 5e-3}
+            "heads": 4, "kv_heads": 2, "intermediate_size": 256, "max_length": 128, "sft_steps": 600,
+            "batch_size": 32, "learning_rate": 5e-3, "slip_rate": 0.5}
 
 
 def write_jsonl(path: Path, rows: list[dict]) -> None:
@@ -51,8 +53,9 @@ def build_tokenizer(texts: list[str], vocab_size: int):
 
 
 def to_chat(row: dict) -> dict:
+    """SFT imitates the (fallible) teacher's demonstration, not the gold answer."""
     return {"prompt": [{"role": "user", "content": row["question"]}],
-            "completion": [{"role": "assistant", "content": row["answer"]}]}
+            "completion": [{"role": "assistant", "content": row["demonstration"]}]}
 
 
 def held_out_accuracy(model, tokenizer, test_rows: list[dict]) -> float:
@@ -70,9 +73,10 @@ def build(out: Path, settings: dict) -> dict:
 
     start = time.time()
     set_seed(settings["seed"])
-    train, test = generate_task(settings["n_train"], settings["n_test"], seed=settings["seed"])
+    train, test = generate_task(settings["n_train"], settings["n_test"], seed=settings["seed"],
+                                slip_rate=settings["slip_rate"])
     write_jsonl(out / "data" / "train.jsonl", train)
-    write_jsonl(out / "data" / "test.jsonl", test)
+    write_jsonl(out / "data" / "test.jsonl", [{k: v for k, v in row.items() if k != "demonstration"} for row in test])
 
     tokenizer = build_tokenizer([r["question"] + "\n" + r["answer"] for r in train], settings["vocab_size"])
     config = Qwen2Config(

@@ -5,6 +5,12 @@ exactly like GSM8K, so the same rewards (`rewards.math.math_accuracy`) and the s
 Answers carry their steps because a tiny model can learn worked steps in minutes but not direct answers
 (see DESIGN.md: 13.5% for direct answers vs. 98% with worked steps after the same SFT budget).
 
+Training rows also carry a `demonstration`: the worked answer a fallible teacher wrote, which with probability
+`slip_rate` forgets to add the carry (a classic human slip), so its final number is wrong. The SFT warm start
+imitates the teacher and so learns the slip as part of its own distribution, as models learn the mistakes in
+human-written data; the `answer` column (what rewards and eval check) is always right. That is the gap between
+imitation and optimising for correctness that the RL methods are compared on.
+
 >>> row = make_problem(random.Random(0))
 >>> row["answer"].rsplit("#### ", 1)[1] == str(row["a"] + row["b"])
 True
@@ -23,34 +29,45 @@ TEMPLATES = [
 ]
 
 
-def worked_answer(a: int, b: int) -> str:
-    """Column addition, least significant digit first, one step per column, then `#### sum`.
+def worked_answer(a: int, b: int, forget_carry: bool = False) -> str:
+    """Column addition, least significant digit first, one step per column, then `#### sum`. With `forget_carry`
+    every carry is announced but not added into the next column, and the sum follows from the slip.
 
     >>> worked_answer(47, 38)
     '47+38. 7+8=15, write 5 carry 1. 4+3+1=8, write 8 carry 0. So the sum is 85.\\n#### 85'
+    >>> worked_answer(47, 38, forget_carry=True)
+    '47+38. 7+8=15, write 5 carry 1. 4+3=7, write 7 carry 0. So the sum is 75.\\n#### 75'
     """
-    steps, carry = [], 0
+    steps, digits, carry = [], [], 0
     da, db = str(a)[::-1], str(b)[::-1]
     for i in range(max(len(da), len(db))):
         x = int(da[i]) if i < len(da) else 0
         y = int(db[i]) if i < len(db) else 0
-        total = x + y + carry
-        expr = f"{x}+{y}" + (f"+{carry}" if carry else "")
+        added = 0 if forget_carry else carry
+        total = x + y + added
+        expr = f"{x}+{y}" + (f"+{added}" if added else "")
         carry = total // 10
+        digits.append(total % 10)
         steps.append(f"{expr}={total}, write {total % 10} carry {carry}.")
+    if carry:  # the last carry is written down, not added: nothing to forget
+        digits.append(carry)
+    result = int("".join(map(str, reversed(digits))))
     # Restating the operands first puts every digit the columns need right next to them.
-    return f"{a}+{b}. " + " ".join(steps) + f" So the sum is {a + b}.\n#### {a + b}"
+    return f"{a}+{b}. " + " ".join(steps) + f" So the sum is {result}.\n#### {result}"
 
 
-def make_problem(rng: random.Random, max_digits: int = 2) -> dict:
+def make_problem(rng: random.Random, max_digits: int = 2, slip_rate: float = 0.0) -> dict:
     a = rng.randint(10, 10**max_digits - 1)
     b = rng.randint(10, 10**max_digits - 1)
     template = rng.choice(TEMPLATES)
     question = template.format(name=rng.choice(NAMES), obj=rng.choice(OBJECTS), a=a, b=b)
-    return {"question": question, "answer": worked_answer(a, b), "a": a, "b": b}
+    slip = rng.random() < slip_rate
+    return {"question": question, "answer": worked_answer(a, b), "demonstration": worked_answer(a, b, slip),
+            "a": a, "b": b}
 
 
-def generate(n_train: int, n_test: int, seed: int = 0, max_digits: int = 2) -> tuple[list[dict], list[dict]]:
+def generate(n_train: int, n_test: int, seed: int = 0, max_digits: int = 2,
+             slip_rate: float = 0.0) -> tuple[list[dict], list[dict]]:
     """Deterministic train/held-out split with no shared (a, b) pair, so held-out accuracy is not memorisation.
 
     >>> train, test = generate(50, 10, seed=1)
@@ -61,7 +78,7 @@ def generate(n_train: int, n_test: int, seed: int = 0, max_digits: int = 2) -> t
     seen: set[tuple[int, int]] = set()
     rows: list[dict] = []
     while len(rows) < n_train + n_test:
-        row = make_problem(rng, max_digits)
+        row = make_problem(rng, max_digits, slip_rate)
         if (row["a"], row["b"]) not in seen:
             seen.add((row["a"], row["b"]))
             rows.append(row)

@@ -30,3 +30,18 @@ def tiny_pairs(tiny_world, tmp_path_factory) -> Path:
     subprocess.run([sys.executable, "-m", "recipes.pairs", "--config", "recipes/configs/tiny/pairs.yaml",
                     "--max_prompts", "48", "--output", str(out)], cwd=REPO_ROOT, check=True, capture_output=True)
     return out
+
+
+@pytest.fixture(scope="session")
+def compare_results(tiny_world, tmp_path_factory) -> Path:
+    """`make compare` on the tiny world at a small budget (16 prompts, 24 held-out problems, 2 samples each), run
+    once through the real CLI: four trainings in their own processes, five evaluations, summary and plots."""
+    import subprocess
+    import sys
+
+    out = tmp_path_factory.mktemp("compare")
+    result = subprocess.run([sys.executable, "-m", "eval.comparison", "--profile", "tiny", "--prompts", "16",
+                             "--eval_limit", "24", "--eval_k", "2", "--out", str(out)],
+                            cwd=REPO_ROOT, capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return out

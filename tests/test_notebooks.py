@@ -24,3 +24,16 @@ def test_rewards_playground_runs_and_shows_scores_and_failures():
     assert "math_accuracy: mean" in text
     # the wrong carry (#1), the unparseable answer (#5) and the hostile expression (#7) are reported with reasons
     assert "#1: wrong" in text and "#5: unparseable answer" in text and "#7:" in text
+
+
+def test_compare_notebook_shows_the_table_and_verdicts(compare_results, monkeypatch):
+    monkeypatch.setenv("COMPARE_DIR", str(compare_results))
+    notebook = execute("compare.ipynb")
+    text = outputs(notebook)
+    assert "profile tiny: 16 training prompts per method" in text
+    for method in ("grpo", "ppo", "dpo", "orpo"):
+        assert f"{method:>5} sampled:" in text and f"{method:>5}: peak" in text
+    assert "PPO - GRPO peak:" in text
+    images = [out for cell in notebook.cells if cell.cell_type == "code" for out in cell.get("outputs", [])
+              if "image/png" in out.get("data", {})]
+    assert len(images) == 3

@@ -11,7 +11,8 @@ from tests.conftest import REPO_ROOT
 @pytest.mark.parametrize("method", ["grpo", "dpo"])
 def test_two_processes_on_cpu_both_finish_and_one_adapter_is_saved(method, tiny_world, tiny_pairs, tmp_path):
     out = tmp_path / method
-    data = ["--dataset_name", str(tiny_pairs)] if method == "dpo" else ["--per_device_train_batch_size", "16"]
+    data = ["--dataset_name", str(tiny_pairs)] if method == "dpo" else ["--per_device_train_batch_size", "16",
+                                                                          "--gradient_accumulation_steps", "1"]
     # accelerate's `--cpu` keeps one process unless mpirun is set up; `--multi_gpu` on a machine without CUDA
     # starts one process per rank over torch.distributed with the gloo backend.
     command = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",

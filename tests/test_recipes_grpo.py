@@ -31,8 +31,8 @@ def test_two_steps_in_4bit_save_an_adapter_that_generates(tiny_world, tmp_path):
 
 
 @pytest.mark.parametrize("overrides,message", [
-    (["--per_device_train_batch_size", "12"], "grpo.yaml: generation_batch_size (12) must be divisible by "
-                                               "num_generations (8)"),
+    (["--per_device_train_batch_size", "12", "--gradient_accumulation_steps", "1"],
+     "grpo.yaml: generation_batch_size (12) must be divisible by num_generations (8)"),
     (["--reward_funcs", "no_such_reward"], "unknown reward 'no_such_reward'"),
     (["--prompt_column", "problem"], "missing column(s) ['problem']"),
     (["--use_vllm", "true"], "vLLM weight sync needs merged LoRA weights"),
@@ -60,6 +60,7 @@ def test_sigterm_then_resume_continues_the_same_run(tiny_world, tmp_path):
     """Uninterrupted vs. killed-and-resumed: same steps, same prompts in the same order, nothing overwritten."""
     common = ["--config", CONFIG, "--max_steps", "5", "--save_steps", "2", "--logging_steps", "1",
               "--reward_funcs", "tests.reward_probes.record_prompts", "--per_device_train_batch_size", "16",
+              "--gradient_accumulation_steps", "1",
               "--save_total_limit", "10"]  # no rotation: every checkpoint must survive the resume
     straight_log, resumed_log = tmp_path / "straight.jsonl", tmp_path / "resumed.jsonl"
     straight = cli("grpo", *common, "--output_dir", str(tmp_path / "straight"), env={"PROMPT_LOG": str(straight_log)})

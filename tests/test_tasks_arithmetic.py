@@ -25,3 +25,19 @@ def test_rows_are_in_gsm8k_format_and_their_answers_verify():
 def test_worked_answer_carries_digits():
     assert worked_answer(95, 8) == ("95+8. 5+8=13, write 3 carry 1. 9+0+1=10, write 0 carry 1. "
                                     "So the sum is 103.\n#### 103")
+
+
+def test_forgotten_carry_changes_the_sum_only_when_there_is_a_carry():
+    assert worked_answer(95, 8, forget_carry=True) == ("95+8. 5+8=13, write 3 carry 1. 9+0=9, write 9 carry 0. "
+                                                       "So the sum is 93.\n#### 93")
+    assert worked_answer(12, 30, forget_carry=True) == worked_answer(12, 30)  # no carry, nothing to forget
+
+
+def test_the_teacher_slips_at_its_rate_and_the_gold_answer_never_does():
+    train, _ = generate(4000, 0, seed=0, slip_rate=0.5)
+    carries = [r for r in train if r["a"] % 10 + r["b"] % 10 >= 10]
+    slipped = [r for r in train if r["demonstration"] != r["answer"]]
+    assert set(map(id, slipped)) <= set(map(id, carries))  # only carries can be forgotten
+    assert 0.45 <= len(slipped) / len(carries) <= 0.55
+    assert all(r["answer"].endswith(f"#### {r['a'] + r['b']}") for r in train)
+    assert all(r["demonstration"] == r["answer"] for r in generate(200, 0, seed=0, slip_rate=0.0)[0])

@@ -1,0 +1,309 @@
+"""How much accelerator memory does each method need? An estimate from a model's config alone (no weights).
+
+Usage:
+    make estimate MODEL=qwen2.5-7b GPU_GB=24                   # = python -m eval.estimate --model qwen2.5-7b
+    make estimate MODEL=recipes/models/qwen2.5-7b-instruct.json k=16 SEQ=1024
+    python -m eval.estimate --model qwen2.5-7b --json          # one JSON object, method -> component -> GB
+
+The model is built on the `meta` device from its config.json (a shipped short name, a path, or a hub id: only
+config.json is fetched), so the parameter counts are exact. The training settings come from the profile's recipe
+configs (`recipes/configs/<profile>/<method>.yaml`: micro-batch, group size k, sequence lengths, LoRA rank and
+targets, optimizer, gradient checkpointing, compute dtype), falling back to TRL's defaults; flags override them.
+
+Components, in GB (2**30 bytes), per process:
+  weights_gb        base model: 4-bit NF4 linear layers (packed weights + quantization constants, nested or not),
+                    everything else (embeddings, lm_head, norms, biases) in the compute dtype
+  lora_gb           LoRA A/B matrices (fp32: PEFT upcasts adapters on a quantized base)
+  gradients_gb      one fp32 gradient per trainable parameter
+  optimizer_gb      AdamW state: 8 bytes per trainable parameter, 2 for the 8-bit optimizers
+  activations_gb    saved for backward: each layer's input with gradient checkpointing plus one layer's working set
+                    (all layers' working sets without it), plus one dequantized weight matrix
+  logits_gb         the language-model head's output over the scored tokens: logits and their gradient in the
+                    compute dtype plus one fp32 working copy (log-softmax)
+  kv_cache_gb       generation (GRPO: the whole generation batch of k completions per prompt; PPO: its rollout batch)
+  value_model_gb    PPO only: the critic, a second 4-bit base of the same size with its own LoRA, gradients,
+                    optimizer state and activations
+  reference_pass_gb DPO only: the no-grad forward of the reference (the same base with the adapter off) over the
+                    chosen and rejected sequences; it runs before the policy's forward, so it does not add to it
+  total_gb          weights + lora + gradients + optimizer + value model
+                    + max(activations + logits, kv_cache, reference_pass)   (the phases do not overlap)
+What the estimate leaves out: the CUDA context (~0.5 GB, not counted by torch.cuda.max_memory_allocated), allocator
+fragmentation, and a vLLM server's memory. "fits" adds 10% + 0.5 GB to the total for those.
+"""
+
+import argparse
+import dataclasses
+import json
+import math
+from pathlib import Path
+
+import yaml
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+GB = 2**30
+METHODS = ("grpo", "ppo", "dpo", "orpo")
+GPU_SIZES_GB = (16, 24, 40, 80)
+# config.json of the models the 7B recipes use, so the estimate works offline.
+MODELS = {
+    "qwen2.5-7b": "recipes/models/qwen2.5-7b-instruct.json",
+    "qwen2.5-7b-instruct": "recipes/models/qwen2.5-7b-instruct.json",
+    "Qwen/Qwen2.5-7B-Instruct": "recipes/models/qwen2.5-7b-instruct.json",
+}
+DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
+# Bytes of optimizer state per trainable parameter.
+OPTIMIZER_BYTES = {"adamw_torch": 8, "adamw_torch_fused": 8, "adamw_hf": 8, "paged_adamw_32bit": 8,
+                   "adamw_8bit": 2, "adamw_bnb_8bit": 2, "paged_adamw_8bit": 2, "sgd": 0}
+# A GSM8K question with the 7B configs' system prompt in Qwen's chat template is 100-250 tokens.
+PROMPT_TOKENS = 256
+BLOCKSIZE = 64  # bitsandbytes' 4-bit block size (one absmax per 64 weights)
+NESTED_BLOCKSIZE = 256  # double quantization: one fp32 absmax per 256 uint8 absmax values
+
+
+def quantized_bytes(n: int, nested: bool) -> int:
+    """Exact bytes bitsandbytes holds for one NF4-quantized matrix of `n` weights.
+
+    >>> quantized_bytes(4096 * 4096, nested=False)   # packed + fp32 absmax + 16-entry code
+    9437248
+    >>> quantized_bytes(4096 * 4096, nested=True)    # packed + uint8 absmax + fp32 absmax of those + codes + offset
+    8655940
+    """
+    blocks = math.ceil(n / BLOCKSIZE)
+    code = 16 * 4
+    if not nested:
+        return math.ceil(n / 2) + 4 * blocks + code
+    return math.ceil(n / 2) + blocks + 4 * math.ceil(blocks / NESTED_BLOCKSIZE) + 256 * 4 + code + 4
+
+
+def measured_weight_bytes(model) -> int:
+    """Bytes of a loaded model's parameters plus bitsandbytes' quantization state, summed tensor by tensor."""
+    total = 0
+    for param in model.parameters():
+        total += param.numel() * param.element_size()
+        state = getattr(param, "quant_state", None)
+        if state is not None:
+            tensors = [state.absmax, state.code]
+            if state.nested:
+                tensors += [state.state2.absmax, state.state2.code, state.offset]
+            total += sum(t.numel() * t.element_size() for t in tensors)
+    return total
+
+
+def resolve_model_config(model: str):
+    from transformers import AutoConfig
+
+    path = REPO_ROOT / MODELS[model] if model in MODELS else Path(model)
+    if path.suffix == ".json":
+        if not path.is_file():
+            raise SystemExit(f"--model {model}: no such config file {path}")
+        return AutoConfig.from_pretrained(str(path))
+    return AutoConfig.from_pretrained(model)  # a hub id or a local model folder: config.json only
+
+
+@dataclasses.dataclass
+class Architecture:
+    """What the estimate needs from the model, read off a meta-device build."""
+
+    quantized: list[tuple[str, int, int]]  # (name, in_features, out_features) of each 4-bit linear layer
+    other_params: int  # embeddings, lm_head, norms, biases: kept in the compute dtype
+    lm_head_params: int
+    hidden: int
+    intermediate: int
+    layers: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    vocab: int
+
+
+def architecture(config) -> Architecture:
+    import torch
+    from torch import nn
+    from transformers import AutoModelForCausalLM
+
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(config)
+    lm_head = model.get_output_embeddings()
+    # transformers keeps the output embedding out of bitsandbytes, as it does every non-Linear module.
+    quantized = [(name, m.in_features, m.out_features) for name, m in model.named_modules()
+                 if isinstance(m, nn.Linear) and m is not lm_head]
+    quantized_params = sum(i * o for _, i, o in quantized)
+    total = sum(p.numel() for p in model.parameters())
+    text = config.get_text_config()
+    head_dim = getattr(text, "head_dim", None) or text.hidden_size // text.num_attention_heads
+    return Architecture(quantized=quantized, other_params=total - quantized_params,
+                        lm_head_params=0 if text.tie_word_embeddings else lm_head.weight.numel(),
+                        hidden=text.hidden_size, intermediate=text.intermediate_size,
+                        layers=text.num_hidden_layers, heads=text.num_attention_heads,
+                        kv_heads=getattr(text, "num_key_value_heads", None) or text.num_attention_heads,
+                        head_dim=head_dim, vocab=text.vocab_size)
+
+
+@dataclasses.dataclass
+class Settings:
+    """One method's training settings that drive memory."""
+
+    method: str
+    micro_batch: int  # sequences in one forward/backward (DPO/ORPO: pairs, so twice as many sequences)
+    prompt_length: int
+    completion_length: int
+    generation_batch: int = 0  # sequences generated at once (GRPO, PPO)
+    dtype: str = "bfloat16"
+    nested_quant: bool = True
+    lora_r: int = 16
+    lora_targets: str | list[str] = "all-linear"
+    optimizer: str = "paged_adamw_8bit"
+    gradient_checkpointing: bool = True
+
+
+def _default(config_class, name):
+    for field in dataclasses.fields(config_class):
+        if field.name == name:
+            return field.default if field.default is not dataclasses.MISSING else field.default_factory()
+    raise KeyError(name)
+
+
+def settings_from_config(method: str, path: Path, prompt_length: int = PROMPT_TOKENS) -> Settings:
+    """Read a recipe config; keys it does not set take TRL's defaults for that method. GRPO and PPO configs
+    bound only the completion, so the prompt length is given."""
+    from trl import DPOConfig, GRPOConfig
+    from trl.experimental.orpo import ORPOConfig
+    from trl.experimental.ppo import PPOConfig
+
+    config_class = {"grpo": GRPOConfig, "ppo": PPOConfig, "dpo": DPOConfig, "orpo": ORPOConfig}[method]
+    values = yaml.safe_load(path.read_text()) or {}
+
+    def get(key):
+        return values[key] if key in values else _default(config_class, key)
+
+    grad_accum = get("gradient_accumulation_steps")
+    common = {"dtype": values.get("dtype", "bfloat16"), "nested_quant": values.get("use_bnb_nested_quant", False),
+              "lora_r": values.get("lora_r", 16), "lora_targets": values.get("lora_target_modules", "all-linear"),
+              "optimizer": str(get("optim")), "gradient_checkpointing": get("gradient_checkpointing")}
+    if common["dtype"] in (None, "auto"):
+        common["dtype"] = "bfloat16"
+    if method == "grpo":
+        steps_per_generation = get("steps_per_generation") or grad_accum
+        return Settings(method, get("per_device_train_batch_size"), prompt_length, get("max_completion_length"),
+                        generation_batch=get("per_device_train_batch_size") * steps_per_generation, **common)
+    if method == "ppo":
+        rollout = get("per_device_train_batch_size") * grad_accum * get("num_mini_batches")
+        return Settings(method, get("per_device_train_batch_size"), prompt_length, get("response_length"),
+                        generation_batch=min(rollout, get("local_rollout_forward_batch_size")), **common)
+    max_length = get("max_length") or 1024
+    return Settings(method, get("per_device_train_batch_size"), max_length // 2, max_length - max_length // 2,
+                    **common)
+
+
+def _lora_params(arch: Architecture, settings: Settings) -> int:
+    targets = settings.lora_targets
+    chosen = [(i, o) for name, i, o in arch.quantized
+              if targets == "all-linear" or name.rsplit(".", 1)[-1] in targets]
+    return sum(settings.lora_r * (i + o) for i, o in chosen)
+
+
+def _activations(arch: Architecture, sequences: int, length: int, settings: Settings, e: int) -> float:
+    """Bytes kept for backward by one model over `sequences` x `length` tokens."""
+    tokens = sequences * length
+    # one decoder layer's tensors saved for backward: two norm outputs, q/k/v, attention output, o_proj output,
+    # gate/up projections, their product, down_proj output, and each LoRA A output (fp32, rank r)
+    per_layer = tokens * e * (2 * arch.hidden + arch.heads * arch.head_dim * 2 + 2 * arch.kv_heads * arch.head_dim
+                              + arch.hidden + 3 * arch.intermediate + arch.hidden)
+    per_layer += tokens * 4 * settings.lora_r * 7
+    largest_matrix = max(i * o for _, i, o in arch.quantized) * e  # dequantized for one matmul at a time
+    if settings.gradient_checkpointing:
+        return arch.layers * tokens * arch.hidden * e + per_layer + largest_matrix
+    return arch.layers * per_layer + largest_matrix
+
+
+def estimate(arch: Architecture, settings: Settings) -> dict[str, float]:
+    """Bytes per component for one method (see the module docstring), in GB."""
+    e = DTYPE_BYTES[settings.dtype]
+    if settings.optimizer not in OPTIMIZER_BYTES:
+        raise SystemExit(f"optimizer {settings.optimizer!r} is not modelled; known: {', '.join(OPTIMIZER_BYTES)}")
+    quantized = sum(quantized_bytes(i * o, settings.nested_quant) for _, i, o in arch.quantized)
+    weights = quantized + arch.other_params * e
+    lora = _lora_params(arch, settings)
+    optimizer_per_param = OPTIMIZER_BYTES[settings.optimizer]
+    length = settings.prompt_length + settings.completion_length
+    out = {"weights_gb": weights, "lora_gb": 4 * lora, "gradients_gb": 4 * lora,
+           "optimizer_gb": optimizer_per_param * lora}
+    sequences = settings.micro_batch * (2 if settings.method in ("dpo", "orpo") else 1)
+    out["activations_gb"] = _activations(arch, sequences, length, settings, e)
+    # GRPO scores only the completion tokens (logits_to_keep); the others run the head over the whole sequence.
+    scored = settings.completion_length if settings.method == "grpo" else length
+    out["logits_gb"] = sequences * scored * arch.vocab * (2 * e + 4)
+    kv_per_token = 2 * arch.layers * arch.kv_heads * arch.head_dim * e
+    out["kv_cache_gb"] = settings.generation_batch * length * kv_per_token
+    out["value_model_gb"] = 0.0
+    out["reference_pass_gb"] = 0.0
+    if settings.method == "ppo":
+        critic_trainable = lora + arch.hidden  # its own LoRA on the same targets, and the scalar head
+        out["value_model_gb"] = (weights - arch.lm_head_params * e + arch.hidden * e
+                                 + (8 + optimizer_per_param) * critic_trainable
+                                 + _activations(arch, sequences, length, settings, e))
+    if settings.method == "dpo":
+        out["reference_pass_gb"] = sequences * length * arch.vocab * e
+    static = out["weights_gb"] + out["lora_gb"] + out["gradients_gb"] + out["optimizer_gb"] + out["value_model_gb"]
+    out["total_gb"] = static + max(out["activations_gb"] + out["logits_gb"], out["kv_cache_gb"],
+                                   out["reference_pass_gb"])
+    return {key: value / GB for key, value in out.items()}
+
+
+def fits(total_gb: float, gpu_gb: float) -> bool:
+    return total_gb * 1.1 + 0.5 <= gpu_gb
+
+
+def estimate_all(model: str, profile: str = "7b", k: int | None = None, seq: int | None = None,
+                 config_dir: Path | None = None) -> tuple[dict, dict]:
+    """(method -> components in GB, method -> Settings) for the profile's recipe configs."""
+    arch = architecture(resolve_model_config(model))
+    config_dir = config_dir or REPO_ROOT / "recipes" / "configs" / profile
+    results, settings_by_method = {}, {}
+    for method in METHODS:
+        path = config_dir / f"{method}.yaml"
+        if not path.is_file():
+            raise SystemExit(f"no recipe config {path} for {method}")
+        settings = settings_from_config(method, path)
+        if k is not None and method == "grpo":
+            prompts = max(1, settings.generation_batch // max(1, settings.micro_batch))
+            settings.micro_batch, settings.generation_batch = k, k * prompts
+        if seq is not None:
+            settings.prompt_length, settings.completion_length = seq // 2, seq - seq // 2
+        results[method] = estimate(arch, settings)
+        settings_by_method[method] = settings
+    return results, settings_by_method
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", required=True, help=f"{', '.join(MODELS)}, a config.json path, or a hub id")
+    parser.add_argument("--profile", default="7b", help="recipe configs the settings come from")
+    parser.add_argument("--k", type=int, help="GRPO group size (completions per prompt in a micro-batch)")
+    parser.add_argument("--seq", type=int, help="prompt + completion tokens (split half and half)")
+    parser.add_argument("--gpu_gb", type=float, default=24.0)
+    parser.add_argument("--json", action="store_true", help="print one JSON object, method -> component -> GB")
+    args = parser.parse_args(argv)
+
+    results, settings = estimate_all(args.model, args.profile, args.k, args.seq)
+    if args.json:
+        print(json.dumps({m: {c: round(v, 4) for c, v in r.items()} for m, r in results.items()}, indent=2))
+        return results
+    components = [c for c in next(iter(results.values())) if c != "total_gb"]
+    sizes = sorted({*GPU_SIZES_GB, args.gpu_gb})
+    print(f"model {args.model}, settings from recipes/configs/{args.profile}/, GB = 2^30 bytes, estimated")
+    print(f"{'component':<20}" + "".join(f"{m:>10}" for m in METHODS))
+    for component in [*components, "total_gb"]:
+        print(f"{component:<20}" + "".join(f"{results[m][component]:>10.2f}" for m in METHODS))
+    for size in sizes:
+        print(f"{'fits ' + format(size, 'g') + ' GB':<20}" + "".join(
+            f"{'yes' if fits(results[m]['total_gb'], size) else 'no':>10}" for m in METHODS))
+    for method in METHODS:
+        s = settings[method]
+        print(f"{method}: micro-batch {s.micro_batch}, prompt {s.prompt_length} + completion {s.completion_length} "
+              f"tokens, generation batch {s.generation_batch}, {s.dtype}, LoRA r={s.lora_r}, {s.optimizer}, "
+              f"gradient checkpointing {s.gradient_checkpointing}")
+    return results
+
+
+if __name__ == "__main__":
+    main()
