@@ -15,7 +15,7 @@ TINY_WORLD := $(if $(filter tiny,$(PROFILE)),$(TINY)/world.json)
 TINY_PAIRS := $(if $(filter tiny,$(PROFILE)),$(TINY)/pairs/train.jsonl)
 
 .PHONY: install test lint tiny bench-rewards score grpo ppo dpo orpo pairs eval eval-compare reward-check compare \
-	estimate bench-memory
+	estimate bench-memory bench-gpu
 MODEL ?= $(TINY)/model
 TASK ?= tiny
 EVAL_FLAGS = --model $(MODEL) --task $(TASK) $(if $(ADAPTER),--adapter $(ADAPTER)) $(if $(DATA),--data $(DATA)) \
@@ -83,3 +83,7 @@ GPU_GB ?= 24
 estimate: install
 	$(PY) -m eval.estimate --model $(or $(filter-out $(TINY)/model,$(MODEL)),qwen2.5-7b) --gpu_gb $(GPU_GB) \
 		$(if $(k),--k $(k)) $(if $(SEQ),--seq $(SEQ)) $(ARGS)
+
+# One CUDA GPU, no hub: each method for a few steps on the 7B architecture with random 4-bit weights.
+bench-gpu: install
+	$(PY) -m eval.bench_gpu --model $(or $(filter-out $(TINY)/model,$(MODEL)),qwen2.5-7b) $(ARGS)
