@@ -203,11 +203,15 @@ def summarise(runs: dict, evals: dict, headline: str, estimates: dict | None) ->
 
 def samples_trained(method: str, run_dir: Path, steps: int) -> int:
     """Training samples processed: completions scored for GRPO (k per prompt) and PPO (one per prompt), preference
-    pairs for DPO/ORPO; read from the run's resolved config."""
+    pairs for DPO/ORPO (one epoch: its last batch may be short); read from the run's resolved config."""
     config = yaml.safe_load((run_dir / "config.yaml").read_text())
     per_step = config["per_device_train_batch_size"] * config["gradient_accumulation_steps"]
     if method == "ppo":
         per_step *= config.get("num_mini_batches", 1)
+    if method in ("dpo", "orpo"):
+        pairs = sum(1 for _ in open(config["dataset_name"]))
+        return min(per_step * steps, int(pairs * config["num_train_epochs"])) if config["max_steps"] <= 0 \
+            else per_step * steps
     return per_step * steps
 
 

@@ -66,7 +66,7 @@ def estimator_settings(method: str, config: dict, prompt_tokens: int, pair_token
     """The estimator's view of exactly what the run does."""
     common = {"dtype": "float32", "nested_quant": config.get("use_bnb_nested_quant", False),
               "lora_r": config.get("lora_r", 16), "lora_targets": config.get("lora_target_modules", "all-linear"),
-              "optimizer": "adamw_torch", "gradient_checkpointing": method in ("grpo", "dpo", "orpo")}
+              "optimizer": "adamw_torch", "gradient_checkpointing": config.get("gradient_checkpointing", True)}
     if method in ("grpo", "ppo"):
         return Settings(method, MICRO_BATCH, prompt_tokens, COMPLETION_TOKENS, generation_batch=MICRO_BATCH, **common)
     return Settings(method, MICRO_BATCH // 2, prompt_tokens, pair_tokens - prompt_tokens, **common)
@@ -77,14 +77,14 @@ def token_lengths(tokenizer_dir: Path, data: Path, pairs: Path) -> tuple[int, in
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
+    def tokens(messages, generation_prompt=False) -> int:
+        text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=generation_prompt)
+        return len(tokenizer(text, add_special_tokens=False)["input_ids"])
+
     rows = [json.loads(line) for line in data.read_text().splitlines()[:200]]
-    prompt = [len(tokenizer.apply_chat_template([{"role": "user", "content": r["question"]}],
-                                                add_generation_prompt=True)) for r in rows]
-    longest = 0
-    for line in pairs.read_text().splitlines():
-        pair = json.loads(line)
-        for side in ("chosen", "rejected"):
-            longest = max(longest, len(tokenizer.apply_chat_template(pair["prompt"] + pair[side])))
+    prompt = [tokens([{"role": "user", "content": r["question"]}], generation_prompt=True) for r in rows]
+    pairs_rows = [json.loads(line) for line in pairs.read_text().splitlines()]
+    longest = max(tokens(p["prompt"] + p[side]) for p in pairs_rows for side in ("chosen", "rejected"))
     return round(sum(prompt) / len(prompt)), longest
 
 
@@ -94,6 +94,7 @@ def main(argv=None):
     parser.add_argument("--layers", type=int, default=6)
     parser.add_argument("--vocab", type=int, default=32000)
     parser.add_argument("--tiny", default="artifacts/tiny", help="the tiny world (tokenizer, data, pairs)")
+    parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
     parser.add_argument("--out", default="results/bench/memory")
     args = parser.parse_args(argv)
 
@@ -110,7 +111,7 @@ def main(argv=None):
     report = {"model": {"hidden": args.hidden, "layers": args.layers, "vocab": args.vocab,
                         "parameters": sum(i * o for _, i, o in arch.quantized) + arch.other_params},
               "prompt_tokens": prompt_tokens, "pair_tokens": pair_tokens, "methods": {}}
-    for method in METHODS:
+    for method in args.methods:
         config_path = Path("recipes/configs/tiny") / f"{method}.yaml"
         run_dir = out / method
         command = [sys.executable, "-m", f"recipes.{method}", "--config", str(config_path),
@@ -132,6 +133,9 @@ def main(argv=None):
               f"{cost['rss_before_model_mb']:.0f}), estimated {estimated_mb:7.0f} MB, "
               f"error {(estimated_mb - measured) / measured:+.0%}", flush=True)
     methods = report["methods"]
+    if not {"grpo", "ppo"} <= methods.keys():
+        (out / "report.json").write_text(json.dumps(report, indent=2) + "\n")
+        return report
     measured_order = sorted(methods, key=lambda m: methods[m]["measured_mb"])
     estimated_order = sorted(methods, key=lambda m: methods[m]["estimated_mb"])
     report["ppo_above_grpo_measured"] = methods["ppo"]["measured_mb"] > methods["grpo"]["measured_mb"]

@@ -2,7 +2,7 @@
 
 Usage:
     make reward-check                  # = python -m eval.reward_check
-    python -m eval.reward_check --steps 60 --prompts 32 --k 16
+    python -m eval.reward_check --steps 20 --prompts 32 --k 16
 
 GRPO trains on the first `--prompts` training prompts for `--steps` steps (several passes over them); the
 training reward (math_accuracy, sampled at the training temperature) of the starting model and of the adapter is
@@ -51,7 +51,7 @@ def paired_difference(before: list[float], after: list[float]) -> dict:
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--config", default=CONFIG)
-    parser.add_argument("--steps", type=int, default=60)
+    parser.add_argument("--steps", type=int, default=20)  # 8 prompts a step: 5 passes over 32 prompts
     parser.add_argument("--prompts", type=int, default=32)
     parser.add_argument("--k", type=int, default=16)
     parser.add_argument("--out", default="results/reward_check")

@@ -71,6 +71,6 @@ def test_unknown_hub_dataset_is_an_error_not_a_hang(monkeypatch):
 
 def test_world_json_records_the_build(tiny_world):
     world = json.loads((tiny_world / "world.json").read_text())
-    assert 0.2 <= world["held_out_accuracy"] <= 0.7
+    assert 0.5 <= world["held_out_accuracy"] <= 0.9  # the slipping teacher leaves room for RL
     assert world["n_test"] == 200
 
