@@ -14,6 +14,7 @@ metrics.jsonl (4 prompts a step) is too noisy for either.
 
 import argparse
 import json
+import shutil
 import subprocess
 import sys
 import time
@@ -64,6 +65,7 @@ def main(argv=None):
         temperature = float(args.grpo_args[args.grpo_args.index("--temperature") + 1])
     out = Path(args.out)
     run_dir = out / "grpo"
+    shutil.rmtree(run_dir, ignore_errors=True)  # a rerun starts clean: its metrics.jsonl must not append to the last
     start = time.time()
     before = sampled_reward(model, None, data, args.prompts, args.k, temperature)
     subprocess.run([sys.executable, "-m", "recipes.grpo", "--config", args.config, "--max_steps", str(args.steps),
