@@ -36,8 +36,9 @@ def test_writes_summary_table_and_plots(compare_results):
 def test_records_measured_costs_per_method(compare_results):
     records = {r["method"]: r for r in json.loads((compare_results / "summary.json").read_text())}
     assert records["base"]["peak_memory_mb"] is None  # nothing trained, nothing to measure
-    # 16 prompts once each: GRPO 4 prompts (32 completions) a step, PPO 8 prompts a step
-    assert records["grpo"]["train_steps"] == 4 and records["ppo"]["train_steps"] == 2
+    # 16 prompts once each: GRPO 8 prompts (64 completions) a step, PPO 8 prompts a step
+    assert records["grpo"]["train_steps"] == 2 and records["ppo"]["train_steps"] == 2
+    assert records["grpo"]["samples"] == 16 * 8 and records["ppo"]["samples"] == 16
     pairs = sum(1 for _ in open(compare_results / "pairs.jsonl"))
     assert 1 <= records["dpo"]["train_steps"] == records["orpo"]["train_steps"] == -(-pairs // 8)
     for method in METHODS:

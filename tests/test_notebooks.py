@@ -32,7 +32,7 @@ def test_compare_notebook_shows_the_table_and_verdicts(compare_results, monkeypa
     text = outputs(notebook)
     assert "profile tiny: 16 training prompts per method" in text
     for method in ("grpo", "ppo", "dpo", "orpo"):
-        assert f"{method:>5} sampled:" in text and f"{method:>5}: peak" in text
+        assert f"{method:>5}  sampled:" in text and f"{method:>5}   greedy:" in text and f"{method:>5}: peak" in text
     assert "PPO - GRPO peak:" in text
     images = [out for cell in notebook.cells if cell.cell_type == "code" for out in cell.get("outputs", [])
               if "image/png" in out.get("data", {})]
