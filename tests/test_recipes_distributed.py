@@ -25,3 +25,22 @@ def test_two_processes_on_cpu_both_finish_and_one_adapter_is_saved(method, tiny_
     assert "[rank 0/2, backend gloo] finished" in output and "[rank 1/2, backend gloo] finished" in output
     assert output.count("saved adapter to") == 1
     assert (out / "adapter_model.safetensors").exists() and not list(tmp_path.glob("*/rank*"))
+
+
+EXPECTED_LAUNCH = {"single_gpu": ("NO", None), "multi_gpu": ("MULTI_GPU", None), "zero2": ("DEEPSPEED", 2),
+                   "zero3": ("DEEPSPEED", 3), "fsdp": ("FSDP", None)}
+
+
+def test_every_accelerate_config_parses_with_accelerate_as_what_its_name_says():
+    from accelerate.commands.config.config_args import load_config_from_file
+
+    paths = sorted((REPO_ROOT / "recipes" / "accelerate").glob("*.yaml"))
+    assert {p.stem for p in paths} == set(EXPECTED_LAUNCH)
+    for path in paths:
+        config = load_config_from_file(str(path))
+        distributed_type, zero_stage = EXPECTED_LAUNCH[path.stem]
+        assert config.distributed_type.name == distributed_type, path.name
+        if zero_stage:
+            assert config.deepspeed_config["zero_stage"] == zero_stage, path.name
+        if distributed_type == "FSDP":
+            assert config.fsdp_config, path.name
