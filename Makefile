@@ -81,9 +81,9 @@ bench-memory: install $(TINY)/world.json $(TINY)/pairs/train.jsonl
 # Memory per method from a model config alone: MODEL=<short name | config.json | hub id> [GPU_GB=24] [k=8] [SEQ=512]
 GPU_GB ?= 24
 estimate: install
-	$(PY) -m eval.estimate --model $(or $(filter-out $(TINY)/model,$(MODEL)),qwen2.5-7b) --gpu_gb $(GPU_GB) \
+	$(PY) -m eval.estimate --model $(if $(filter file,$(origin MODEL)),qwen2.5-7b,$(MODEL)) --gpu_gb $(GPU_GB) \
 		$(if $(k),--k $(k)) $(if $(SEQ),--seq $(SEQ)) $(ARGS)
 
 # One CUDA GPU, no hub: each method for a few steps on the 7B architecture with random 4-bit weights.
 bench-gpu: install
-	$(PY) -m eval.bench_gpu --model $(or $(filter-out $(TINY)/model,$(MODEL)),qwen2.5-7b) $(ARGS)
+	$(PY) -m eval.bench_gpu --model $(if $(filter file,$(origin MODEL)),qwen2.5-7b,$(MODEL)) $(ARGS)
