@@ -22,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-from eval.comparison import HOLDS, METHODS
+from eval.comparison import HOLDS, METHODS, samples_trained
 
 FIXTURE = Path("tests/fixtures/gsm8k_sample.jsonl")
 
@@ -135,8 +135,7 @@ def main(argv=None):
         if result.returncode:
             raise SystemExit(f"{method} failed:\n{result.stdout[-2000:]}\n{result.stderr[-3000:]}")
         cost = json.loads((run_dir / "cost.json").read_text())
-        config = yaml.safe_load((run_dir / "config.yaml").read_text())
-        samples = config["per_device_train_batch_size"] * config["gradient_accumulation_steps"] * cost["train_steps"]
+        samples = samples_trained(method, run_dir, cost["train_steps"])
         records.append({
             "method": method, "accuracy": None, "accuracy_ci95": None, "peak_memory_mb": cost["peak_memory_mb"],
             "memory_measure": cost["measure"], "train_seconds": cost["train_seconds"],

@@ -59,14 +59,18 @@ def recipe_config(profile: str, method: str) -> tuple[Path, dict]:
     return path, yaml.safe_load(path.read_text())
 
 
+def samples_per_step(method: str, config: dict) -> int:
+    """Samples an optimizer step trains on: completions for GRPO (k per prompt) and PPO (one per prompt, over all its
+    mini-batches), pairs for DPO/ORPO."""
+    per_step = config.get("per_device_train_batch_size", 8) * config.get("gradient_accumulation_steps", 1)
+    return per_step * config.get("num_mini_batches", 1) if method == "ppo" else per_step
+
+
 def steps_for(method: str, config: dict, prompts: int) -> int:
     """Optimizer steps that show each of `prompts` prompts once (GRPO and PPO; DPO/ORPO run one epoch)."""
-    per_step = config.get("per_device_train_batch_size", 8) * config.get("gradient_accumulation_steps", 1)
-    if method == "grpo":
-        per_step //= config.get("num_generations", 8)
-    elif method == "ppo":
-        per_step *= config.get("num_mini_batches", 1)
-    return max(1, math.ceil(prompts / per_step))
+    group = config.get("num_generations", 8) if method == "grpo" else 1
+    prompts_per_step = samples_per_step(method, config) // group
+    return max(1, math.ceil(prompts / prompts_per_step))
 
 
 def run(command: list[str], log: Path) -> float:
@@ -111,7 +115,7 @@ def evaluate_all(model_name: str, runs: dict, task: str, limit: int | None, k: i
     """method (and `base`) -> greedy and sampled metrics with per-problem scores, 4-bit as trained."""
     import torch
 
-    from eval.run import evaluate_model, load_for_eval
+    from eval.run import correct_per_problem, evaluate_model, load_for_eval
     from eval.tasks import TASKS, load_task_data
 
     rows = load_task_data(TASKS[task], None, limit)
@@ -130,8 +134,7 @@ def evaluate_all(model_name: str, runs: dict, task: str, limit: int | None, k: i
             "greedy": greedy["accuracy"], "greedy_ci95": greedy["accuracy_ci95"],
             "sampled": sampled["pass@1"], "sampled_ci95": sampled["pass@1_ci95"],
             "greedy_per_problem": [r["score"] for r in greedy_records],
-            "sampled_per_problem": [sum(r["score"] for r in sampled_records[i * k:(i + 1) * k]) / k
-                                    for i in range(len(rows))],
+            "sampled_per_problem": [correct / k for correct in correct_per_problem(sampled_records, k)],
             "completion_length_mean": sum(lengths) / len(lengths),
         }
         print(f"[compare] {method}: greedy {greedy['accuracy']:.3f}, sampled pass@1 {sampled['pass@1']:.3f}",
@@ -190,11 +193,10 @@ def summarise(runs: dict, evals: dict, headline: str, estimates: dict | None) ->
             diff = paired_difference(base[f"{metric}_per_problem"], e[f"{metric}_per_problem"])
             record[f"{metric}_vs_base"] = diff["mean"]
             record[f"{metric}_vs_base_ci95"] = diff["ci95"]
-        record["beats_base"] = record[f"{'greedy' if headline == 'greedy' else 'sampled'}_vs_base_ci95"][0] > 0
+        headline_low = record[f"{headline}_vs_base_ci95"][0]
+        record["beats_base"] = headline_low > 0
         # Reward hacking or overfitting shows up exactly here: the training reward rose, held-out accuracy did not.
-        record["flag_reward_up_accuracy_not"] = (first is not None and last > first
-                                                 and record[f"{'greedy' if headline == 'greedy' else 'sampled'}"
-                                                            "_vs_base_ci95"][0] <= 0)
+        record["flag_reward_up_accuracy_not"] = first is not None and last > first and headline_low <= 0
         if estimates:
             record["estimated_gb"] = estimates[method]["total_gb"]
         records.append(record)
@@ -205,9 +207,7 @@ def samples_trained(method: str, run_dir: Path, steps: int) -> int:
     """Training samples processed: completions scored for GRPO (k per prompt) and PPO (one per prompt), preference
     pairs for DPO/ORPO (one epoch: its last batch may be short); read from the run's resolved config."""
     config = yaml.safe_load((run_dir / "config.yaml").read_text())
-    per_step = config["per_device_train_batch_size"] * config["gradient_accumulation_steps"]
-    if method == "ppo":
-        per_step *= config.get("num_mini_batches", 1)
+    per_step = samples_per_step(method, config)
     if method in ("dpo", "orpo"):
         pairs = sum(1 for _ in open(config["dataset_name"]))
         return min(per_step * steps, int(pairs * config["num_train_epochs"])) if config["max_steps"] <= 0 \

@@ -19,14 +19,13 @@ MB, and the relative error; and whether PPO measured above GRPO and the estimate
 """
 
 import argparse
+import dataclasses
 import json
 import subprocess
 import sys
 from pathlib import Path
 
-import yaml
-
-from eval.estimate import Architecture, Settings, architecture, estimate
+from eval.estimate import Architecture, Settings, architecture, estimate, settings_from_config
 
 METHODS = ("grpo", "ppo", "dpo", "orpo")
 COMPLETION_TOKENS = 48
@@ -62,14 +61,15 @@ def overrides(method: str, model_dir: Path, run_dir: Path, pairs: Path) -> list[
     return args
 
 
-def estimator_settings(method: str, config: dict, prompt_tokens: int, pair_tokens: int) -> Settings:
-    """The estimator's view of exactly what the run does."""
-    common = {"dtype": "float32", "nested_quant": config.get("use_bnb_nested_quant", False),
-              "lora_r": config.get("lora_r", 16), "lora_targets": config.get("lora_target_modules", "all-linear"),
-              "optimizer": "adamw_torch", "gradient_checkpointing": config.get("gradient_checkpointing", True)}
+def estimator_settings(method: str, config_path: Path, prompt_tokens: int, pair_tokens: int) -> Settings:
+    """The estimator's view of exactly what the run does: the recipe config as `make estimate` reads it, with this
+    benchmark's overrides and the runs' measured lengths."""
+    settings = settings_from_config(method, config_path, prompt_tokens)
     if method in ("grpo", "ppo"):
-        return Settings(method, MICRO_BATCH, prompt_tokens, COMPLETION_TOKENS, generation_batch=MICRO_BATCH, **common)
-    return Settings(method, MICRO_BATCH // 2, prompt_tokens, pair_tokens - prompt_tokens, **common)
+        return dataclasses.replace(settings, micro_batch=MICRO_BATCH, completion_length=COMPLETION_TOKENS,
+                                   generation_batch=MICRO_BATCH)
+    return dataclasses.replace(settings, micro_batch=MICRO_BATCH // 2, prompt_length=prompt_tokens,
+                               completion_length=pair_tokens - prompt_tokens)
 
 
 def token_lengths(tokenizer_dir: Path, data: Path, pairs: Path) -> tuple[int, int]:
@@ -121,7 +121,7 @@ def main(argv=None):
             raise SystemExit(f"{method} failed:\n{result.stderr[-3000:]}")
         cost = json.loads((run_dir / "cost.json").read_text())
         measured = cost["peak_memory_mb"] - cost["rss_before_model_mb"]
-        settings = estimator_settings(method, yaml.safe_load(config_path.read_text()), prompt_tokens, pair_tokens)
+        settings = estimator_settings(method, config_path, prompt_tokens, pair_tokens)
         estimated = estimate(arch, settings)
         estimated_mb = estimated["total_gb"] * 1024
         report["methods"][method] = {"measured_mb": measured, "peak_rss_mb": cost["peak_memory_mb"],

@@ -28,14 +28,14 @@ CONFIG = "recipes/configs/tiny/grpo.yaml"
 def sampled_reward(model: str, adapter: str | None, data: str, prompts: int, k: int, temperature: float) -> dict:
     import torch
 
-    from eval.run import evaluate_model, load_for_eval
+    from eval.run import correct_per_problem, evaluate_model, load_for_eval
     from eval.tasks import TASKS, load_task_data
 
     torch.manual_seed(0)
     rows = load_task_data(TASKS["tiny"], data, prompts)
     loaded, tokenizer = load_for_eval(model, adapter, load_in_4bit=True)
     metrics, records = evaluate_model(loaded, tokenizer, "tiny", rows, k=k, temperature=temperature)
-    per_prompt = [sum(r["score"] for r in records[i * k:(i + 1) * k]) / k for i in range(len(rows))]
+    per_prompt = [correct / k for correct in correct_per_problem(records, k)]
     return {"mean_reward": metrics["pass@1"], "ci95": metrics["pass@1_ci95"], "prompts": prompts, "k": k,
             "per_prompt": per_prompt}
 

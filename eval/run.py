@@ -49,6 +49,15 @@ def generate_vllm(model_path: str, adapter: str | None, prompts: list, k: int, t
     return [[choice.text for choice in output.outputs] for output in outputs]
 
 
+def correct_per_problem(records: list[dict], k: int) -> list[float]:
+    """Sum of scores of each problem's k consecutive samples (records as `evaluate_model` returns them).
+
+    >>> correct_per_problem([{"score": 1.0}, {"score": 0.0}, {"score": 1.0}, {"score": 1.0}], k=2)
+    [1.0, 2.0]
+    """
+    return [sum(r["score"] for r in records[i:i + k]) for i in range(0, len(records), k)]
+
+
 def evaluate_model(model, tokenizer, task_name: str, rows: list[dict], k: int = 1, temperature: float = 0.0,
                    max_new_tokens: int | None = None, batch_size: int = 64, samples: list[list[str]] | None = None):
     """(summary metrics, per-sample records). Used by `make eval` and by the tiny world's build.
@@ -74,7 +83,7 @@ def evaluate_model(model, tokenizer, task_name: str, rows: list[dict], k: int = 
     if k == 1:
         metrics = evaluate.load(str(METRICS / "accuracy")).compute(predictions=[r["score"] for r in records])
     else:
-        correct = [sum(r["score"] for r in records[i * k:(i + 1) * k]) for i in range(len(rows))]
+        correct = correct_per_problem(records, k)
         ks = [kk for kk in (1, 2, 4, 8, 16, 32, 64, 128) if kk <= k]
         metrics = evaluate.load(str(METRICS / "pass_at_k")).compute(predictions=[int(c) for c in correct],
                                                                     references=[k] * len(rows), k=ks)
