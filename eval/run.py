@@ -120,6 +120,13 @@ def main(argv=None):
         if importlib.util.find_spec("vllm") is None:
             raise SystemExit("--use_vllm: vLLM is not installed (pip install vllm); drop the flag to use transformers")
     rows = load_task_data(task, args.data, args.limit)  # bad data fails here, before the model loads
+    from rewards.sandbox import SandboxUnavailable, isolation_mode, isolation_record
+
+    if task.kind == "code":
+        try:
+            isolation_mode()  # refuse here, before the model loads, where untrusted code cannot be isolated
+        except SandboxUnavailable as error:
+            raise SystemExit(str(error)) from error
     start = time.time()
     torch.manual_seed(args.seed)
     if args.use_vllm:
@@ -141,7 +148,8 @@ def main(argv=None):
                        "backend": "vllm" if args.use_vllm else "transformers"},
         "template": {"system_prompt": task.system_prompt, "user": task.template, "chat_template": True},
         "data": args.data or task.default_data or f"{task.hub_id}:{task.hub_config or ''}:{task.split}",
-        "versions": library_versions(), "seconds": round(time.time() - start, 1),
+        "versions": library_versions(), "sandbox_isolation": isolation_record(),
+        "seconds": round(time.time() - start, 1),
     }
     (out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
     (out / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))

@@ -209,7 +209,11 @@ def write_run_files(output_dir: str, *configs) -> None:
         # json first: enums and dtypes become their plain string values
         resolved.update(json.loads(json.dumps(dataclasses.asdict(config), default=str)))
     (out / "config.yaml").write_text(yaml.safe_dump(resolved, sort_keys=True))
-    (out / "versions.json").write_text(json.dumps(library_versions(), indent=2) + "\n")
+    from rewards.sandbox import isolation_record
+
+    # which isolation code rewards get here (rewards.sandbox): "root", "userns", "unisolated" or "unavailable"
+    record = library_versions() | {"sandbox_isolation": isolation_record()}
+    (out / "versions.json").write_text(json.dumps(record, indent=2) + "\n")
 
 
 def run_callbacks(output_dir: str) -> list:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from trl import GRPOConfig, GRPOTrainer, ModelConfig, TrlParser, get_peft_config
 
 from recipes import common
-from rewards import get_reward_funcs, required_columns
+from rewards import SandboxUnavailable, get_reward_funcs, required_columns
 
 
 @dataclass
@@ -42,7 +42,7 @@ def preflight(script_args: ScriptArguments, training_args: GRPOConfig, model_arg
                          "quantized base cannot take. Use a bf16 base with vLLM, or use_vllm: false.")
     try:
         get_reward_funcs(script_args.reward_funcs, script_args.reward_kwargs)
-    except ValueError as error:
+    except (ValueError, SandboxUnavailable) as error:
         raise SystemExit(str(error)) from error
     common.check_4bit_supported(model_args)
 

@@ -18,7 +18,7 @@ import torch
 from trl import ModelConfig, TrlParser
 
 from recipes import common
-from rewards import get_reward_funcs, required_columns, weighted_sum
+from rewards import SandboxUnavailable, get_reward_funcs, required_columns, weighted_sum
 
 
 @dataclass
@@ -57,7 +57,7 @@ def main(args: PairsArguments, model_args: ModelConfig):
         raise SystemExit(f"output {args.output}: use a .jsonl or .parquet file name")
     try:
         reward_funcs = get_reward_funcs(args.reward_funcs, args.reward_kwargs)
-    except ValueError as error:
+    except (ValueError, SandboxUnavailable) as error:
         raise SystemExit(str(error)) from error
     weights = args.reward_weights or [1.0] * len(reward_funcs)
     if len(weights) != len(reward_funcs):

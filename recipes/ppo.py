@@ -25,7 +25,7 @@ from trl import ModelConfig, TrlParser, get_peft_config
 from trl.experimental.ppo import PPOConfig, PPOTrainer
 
 from recipes import common
-from rewards import get_reward_funcs, required_columns, weighted_sum
+from rewards import SandboxUnavailable, get_reward_funcs, required_columns, weighted_sum
 
 
 @dataclass
@@ -176,7 +176,7 @@ def main(script_args: ScriptArguments, training_args: PPOConfig, model_args: Mod
     if not script_args.use_reward_model:
         try:
             reward_funcs = get_reward_funcs(script_args.reward_funcs, script_args.reward_kwargs)
-        except ValueError as error:
+        except (ValueError, SandboxUnavailable) as error:
             raise SystemExit(str(error)) from error
         weights = script_args.reward_weights or [1.0] * len(reward_funcs)
         if len(weights) != len(reward_funcs):

@@ -10,6 +10,8 @@ import inspect
 from rewards.code import code_format, code_tests
 from rewards.format import cosine_length, format_reward, length_reward, reasoning_steps, repetition_penalty
 from rewards.math import math_accuracy
+from rewards.sandbox import SandboxUnavailable as SandboxUnavailable  # re-exported for the recipes
+from rewards.sandbox import isolation_mode
 
 REWARDS = {
     "math_accuracy": math_accuracy,
@@ -29,6 +31,10 @@ REQUIRED_COLUMNS = {
     "cosine_length": ["answer"],
     "code_tests": ["tests"],
 }
+
+# Rewards that execute model output: resolving them checks that the sandbox can isolate it here (before any model
+# loads), raising `SandboxUnavailable` with the cause and the fixes where it cannot.
+SANDBOXED = {"code_tests"}
 
 
 def required_columns(names) -> list[str]:
@@ -73,9 +79,15 @@ def weighted_sum(reward_funcs, weights, completions, **columns) -> list[float]:
 
 
 def get_reward_funcs(names, kwargs: dict[str, dict] | None = None) -> list:
-    """Resolve a list of names (see `get_reward_func`); `kwargs` maps a name to its keyword arguments."""
+    """Resolve a list of names (see `get_reward_func`); `kwargs` maps a name to its keyword arguments.
+
+    Raises ValueError for an unknown name or bad arguments, `SandboxUnavailable` for a code reward on a machine
+    where untrusted code cannot be isolated (see `rewards.sandbox`)."""
     kwargs = kwargs or {}
     unknown = set(kwargs) - set(names)
     if unknown:
         raise ValueError(f"reward_kwargs for rewards not selected: {sorted(unknown)}")
-    return [get_reward_func(name, kwargs.get(name)) for name in names]
+    funcs = [get_reward_func(name, kwargs.get(name)) for name in names]
+    if SANDBOXED & set(names):
+        isolation_mode()
+    return funcs

@@ -1,31 +1,55 @@
-"""Run untrusted Python programs against tests, isolated from the trainer and from the machine.
+"""Run untrusted Python programs against tests, isolated from the trainer, from the machine and from the user's files.
 
-What is isolated (each program, every run):
-- a fresh interpreter process (`python -I -S`), started with `subprocess` (never a fork of the trainer), in its
-  own session/process group; the parent kills the whole group at the wall-clock timeout;
-- Linux namespaces via `unshare`: a new network namespace (no interfaces up: nothing to connect to, not even the
-  host's localhost), a new PID namespace (the program sees only itself; `kill(-1)` reaches nothing outside, and
-  every process it started dies with it), new mount, IPC and UTS namespaces with private size-capped tmpfs on
-  /tmp, /var/tmp and /dev/shm, which is the program's working directory and vanishes with it;
-- as root, the program runs as an unprivileged uid of its own (one per parallel slot, with no new
-  privileges), so it cannot write the project, /root or the host's /tmp, and RLIMIT_NPROC really binds
-  (it does not bind root); without root, a user namespace maps the caller to root inside;
-- rlimits: CPU seconds, address space, processes, file size, open files, no core dumps;
-- an environment with nothing of the caller's (no HF_TOKEN, WANDB_API_KEY, ...), stdin closed, stdout/stderr
-  captured to files capped by RLIMIT_FSIZE and truncated when read back;
+Three isolation modes; `Sandbox().isolation` says which one runs, and recipes/eval record it (`versions.json`,
+`results.json`):
+
+- `root` (the trainer runs as root): Linux namespaces made with `unshare`, and the program runs as an unprivileged
+  uid of its own (one per parallel slot) with no capabilities, so RLIMIT_NPROC really binds and no file is the
+  program's own.
+- `userns` (an ordinary user): the same namespaces inside an unprivileged user namespace. There the program keeps
+  the caller's uid on the host's files, so the filesystem view below is what protects the user's files, and the
+  harness drops every capability (bounding, ambient, effective, permitted) so that the program, root of its user
+  namespace, cannot unmount or remount what hides them.
+- `unisolated`: only by explicit opt-in, `REWARDS_SANDBOX=unisolated`, for machines where no namespace can be made
+  (no `unshare`; unprivileged user namespaces disabled, e.g. Ubuntu 24.04's
+  `kernel.apparmor_restrict_unprivileged_userns=1`). Without the opt-in, code rewards refuse to run there
+  (`SandboxUnavailable`, naming the cause and the fixes); with it, a warning is printed by every process that
+  creates a sandbox.
+
+What `root` and `userns` protect (each program, every run):
+- the user's files: the host's whole mount tree is made read-only, recursively (mount_setattr), in the program's
+  private mount namespace; empty read-only tmpfs are mounted over `/home`, `/root`, `/run` (user sockets such as
+  ssh-agent, D-Bus, docker.sock), `$HOME`, `$XDG_RUNTIME_DIR`, `$HF_HOME`, the project checkout, the trainer's
+  working directory and any directory listed in `REWARDS_SANDBOX_HIDE` (os.pathsep-separated), wherever they are.
+  The program cannot read, list, change or delete anything there, and writes nowhere but its private, size-capped
+  tmpfs on /tmp, /var/tmp and /dev/shm (its working directory, gone when it ends). Chosen over bubblewrap, which is
+  not installed on most training machines, and over Landlock, which has no Python binding and cannot hide a
+  directory's names, only deny access to them; the harness already owns a mount namespace, so hiding is a few
+  mount calls with no extra process;
+- the machine: a fresh interpreter process (`python -I -S`, never a fork of the trainer) in its own session and
+  process group, killed as a group at the wall-clock timeout; new network namespace (no interfaces up: nothing to
+  connect to, not even the host's localhost), new PID namespace (the program sees only itself; `kill(-1)` reaches
+  nothing outside; every process it starts dies with it), new IPC and UTS namespaces; rlimits on CPU seconds,
+  address space, processes, file size and open files, no core dumps; no new privileges (setuid binaries are inert);
+- secrets in the environment: nothing of the caller's (no HF_TOKEN, WANDB_API_KEY, ...), stdin closed,
+  stdout/stderr captured to files capped by RLIMIT_FSIZE and truncated when read back;
 - the verdict: a test counts as passed only when the harness reports it, after the test ran to its end, on a
   private pipe, tagged with a random nonce; the harness seals frame and object introspection with an audit hook
   so the program cannot find the nonce. Exit codes and output never count.
 
-What is not isolated:
+What they do not protect:
 - the kernel, CPU caches and timing (no seccomp filter; this is not a defence against kernel exploits);
-- the read-only view of the host filesystem (the program can read world-readable files, e.g. /etc/passwd);
+- world-readable files outside the hidden directories stay readable (e.g. /etc/passwd, /opt, /srv, /data): put
+  private data there in `REWARDS_SANDBOX_HIDE`;
 - a program that defeats the tests' own logic (e.g. returning an object whose __eq__ is always True, or patching
-  a stdlib module the tests import) passes those tests: that is reward hacking the tests must guard against;
-- where `unshare` is unavailable (no user namespaces), programs run with rlimits only, with a one-time warning.
+  a stdlib module the tests import) passes those tests: that is reward hacking the tests must guard against.
+
+`unisolated` protects only the trainer's process (a separate interpreter, the rlimits, the clean environment and
+the verdict channel above). The program runs with the caller's uid on the real filesystem and network: it can
+read, change and delete everything the user can, and connect anywhere the user can.
 """
 
-import json
+import marshal
 import os
 import secrets
 import select
@@ -41,8 +65,23 @@ from dataclasses import dataclass
 from pathlib import Path
 
 HARNESS = (Path(__file__).parent / "_sandbox_harness.py").read_text()
+CHECKOUT = Path(__file__).resolve().parent.parent
 SANDBOX_UID_BASE = 61000
 OUTPUT_LIMIT = 4096
+OPT_IN = "REWARDS_SANDBOX"
+EXTRA_HIDDEN = "REWARDS_SANDBOX_HIDE"
+# What the interpreter and the private mounts need: never hidden, even when e.g. the trainer runs from "/".
+SYSTEM_DIRS = ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/dev", "/proc", "/sys", "/tmp",
+               "/var/tmp")
+FIXES = (f"Fixes: allow unprivileged user namespaces (Ubuntu 23.10+/24.04: `sudo sysctl -w "
+         f"kernel.apparmor_restrict_unprivileged_userns=0`; older Debian: `sudo sysctl -w "
+         f"kernel.unprivileged_userns_clone=1`; everywhere: `user.max_user_namespaces` > 0), install util-linux's "
+         f"`unshare`, run as root, or accept the risk with {OPT_IN}=unisolated (untrusted programs then run with "
+         f"your uid on your files and network, limited only by rlimits).")
+
+
+class SandboxUnavailable(RuntimeError):
+    """No isolation can be made here and the user has not opted in to running untrusted code without it."""
 
 
 @dataclass(frozen=True)
@@ -73,67 +112,105 @@ class RunResult:
         return self.passed / self.total if self.total else 0.0
 
 
-def _probe(command: list[str]) -> bool:
+def hidden_directories() -> list[str]:
+    """The directories a program must not see, as real paths, shallowest first (see the module docstring)."""
+    candidates = ["/home", "/root", "/run", os.environ.get("HOME"), os.environ.get("XDG_RUNTIME_DIR"),
+                  os.environ.get("HF_HOME"), str(CHECKOUT), os.getcwd(),
+                  *os.environ.get(EXTRA_HIDDEN, "").split(os.pathsep)]
+    hidden = []
+    for candidate in filter(None, candidates):
+        path = os.path.realpath(candidate)
+        if any(system == path or system.startswith(path.rstrip("/") + "/") for system in SYSTEM_DIRS):
+            continue  # "/" or an ancestor of what the interpreter needs: read-only is what protects it
+        hidden.append(path)
+    return sorted(dict.fromkeys(hidden), key=lambda p: (p.count("/"), p))
+
+
+def _run_quietly(command: list[str]) -> tuple[bool, str]:
     try:
-        return subprocess.run(command, capture_output=True, timeout=30).returncode == 0
-    except (OSError, subprocess.SubprocessError):
-        return False
+        proc = subprocess.run(command, capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError) as error:
+        return False, str(error)
+    return proc.returncode == 0, proc.stderr.strip()[-500:]
 
 
 class Sandbox:
-    """Runs programs in parallel (`run_many`), each in its own namespaces; see the module docstring."""
+    """Runs programs in parallel (`run_many`), each in its own namespaces; see the module docstring.
 
-    def __init__(self, limits: Limits = Limits(), workers: int | None = None):
+    Raises `SandboxUnavailable` when no isolation can be made and `REWARDS_SANDBOX=unisolated` is not set.
+    """
+
+    def __init__(self, limits: Limits = Limits(), workers: int | None = None, readonly_method: str = "mount_setattr"):
         self.limits = limits
         self.workers = workers or max(2, os.cpu_count() or 1)
         self._slots = list(range(self.workers))
         self._slots_lock = threading.Lock()
+        self._readonly_method = readonly_method  # "remount": the pre-5.12 kernels' path, selectable for tests
+        self._hidden = hidden_directories()
         self._isolation = self._detect_isolation()
 
     def _detect_isolation(self) -> str:
+        requested = os.environ.get(OPT_IN, "")
+        if requested not in ("", "unisolated"):
+            raise SandboxUnavailable(f"{OPT_IN}={requested!r}: the only accepted value is 'unisolated' (unset: "
+                                     "isolate, or refuse where isolation is impossible)")
+        if requested == "unisolated":
+            with warnings.catch_warnings():
+                warnings.simplefilter("always")
+                warnings.warn(f"rewards.sandbox: {OPT_IN}=unisolated: untrusted programs run with your uid on your "
+                              "files and network, limited only by rlimits; they can read, change and delete "
+                              "anything you can.", RuntimeWarning, stacklevel=3)
+            self._python = sys.executable
+            return "unisolated"
         as_root = os.geteuid() == 0
-        unshare = ["unshare", "--net", "--pid", "--fork", "--mount-proc", "--ipc", "--uts"]
+        self._unshare = ["unshare", "--net", "--pid", "--fork", "--mount-proc", "--ipc", "--uts"]
         if not as_root:
-            unshare[1:1] = ["--user", "--map-root-user"]
-        if shutil.which("unshare") and _probe([*unshare, "true"]):
-            self._unshare = unshare
-            self._python = self._pick_python(as_root)
-            return "root" if as_root else "userns"
-        warnings.warn(
-            "rewards.sandbox: cannot create Linux namespaces here (no unshare or user namespaces); untrusted code "
-            "runs with rlimits only: no network cut, no PID or filesystem isolation.", RuntimeWarning, stacklevel=3)
-        self._python = sys.executable
-        return "rlimits-only"
+            self._unshare[1:1] = ["--user", "--map-root-user"]
+        if not shutil.which("unshare"):
+            raise SandboxUnavailable(f"rewards.sandbox: cannot isolate untrusted code: `unshare` (util-linux) is "
+                                     f"not on PATH. {FIXES}")
+        works, error = _run_quietly([*self._unshare, "true"])
+        if not works:
+            raise SandboxUnavailable(f"rewards.sandbox: cannot isolate untrusted code: creating Linux namespaces "
+                                     f"failed ({' '.join(self._unshare)}: {error or 'no message'}). {FIXES}")
+        self._isolation = "root" if as_root else "userns"
+        self._python = self._pick_python()
+        return self._isolation
 
-    def _pick_python(self, as_root: bool) -> str:
-        # The sandbox uid may not reach the trainer's interpreter (e.g. a venv under /root); programs need only
-        # the standard library, so any Python 3 it can execute will do.
+    def _pick_python(self) -> str:
+        # The sandboxed program may not reach the trainer's interpreter (a venv or pyenv under a hidden home, or
+        # under /root for the sandbox uid); programs need only the standard library, so any Python 3 that runs a
+        # test inside the real sandbox will do.
         candidates = list(dict.fromkeys(p for p in (os.path.realpath(sys.executable), shutil.which("python3"),
                                                     "/usr/bin/python3", "/usr/local/bin/python3") if p))
-        uid = SANDBOX_UID_BASE
-        drop = f"import os; os.setgroups([]); os.setresgid({uid}, {uid}, {uid}); os.setresuid({uid}, {uid}, {uid}); "
+        failures = []
         for candidate in candidates:
-            # After the harness drops to the sandbox uid, programs import the standard library as that uid.
-            if _probe([candidate, "-I", "-S", "-c", (drop if as_root else "") + "import decimal, json, socket"]):
+            self._python = candidate
+            result = self._run("import decimal, json, socket\ndef f():\n    return 1", ["assert f() == 1"], "", 0)
+            if result.passed == 1:
                 return candidate
-        raise RuntimeError(f"rewards.sandbox: no Python interpreter the sandbox user can run among {candidates}")
+            failures.append(f"{candidate}: {result.status} {result.stderr.strip()[-300:]}")
+        raise SandboxUnavailable("rewards.sandbox: no Python interpreter runs inside the sandbox (its standard "
+                                 "library must lie outside the hidden directories " + ", ".join(self._hidden) +
+                                 "): " + "; ".join(failures))
 
     @property
     def isolation(self) -> str:
-        """"root" (namespaces + own uid), "userns" (namespaces in a user namespace) or "rlimits-only"."""
+        """"root" (namespaces + own uid), "userns" (namespaces in a user namespace) or "unisolated" (opt-in)."""
         return self._isolation
 
     def _command(self) -> list[str]:
         python = [self._python, "-I", "-S", "-c", HARNESS]
-        if self._isolation == "rlimits-only":
+        if self._isolation == "unisolated":
             return python
-        # The harness mounts the private tmpfs and drops to the slot's uid itself (see _sandbox_harness.py); it is
+        # The harness makes the filesystem view and drops privileges itself (see _sandbox_harness.py); it is
         # PID 1 of the new PID namespace, so every process the program starts dies with it.
         return [*self._unshare, "--mount", *python]
 
     def _isolation_job(self, slot: int) -> dict:
-        namespaces = self._isolation != "rlimits-only"
+        namespaces = self._isolation != "unisolated"
         return {"mounts": ["/tmp", "/var/tmp", "/dev/shm"] if namespaces else [],
+                "hide": self._hidden if namespaces else [], "readonly_method": self._readonly_method,
                 "tmpfs_bytes": self.limits.tmpfs_bytes,
                 "uid": SANDBOX_UID_BASE + slot if self._isolation == "root" else None}
 
@@ -155,8 +232,9 @@ class Sandbox:
         nonce = secrets.token_hex(16)
         workdir = tempfile.mkdtemp(prefix="sandbox-")
         report_read, report_write = os.pipe()
-        job = json.dumps({"program": program, "tests": tests, "setup": setup, "nonce": nonce,
-                          "report_fd": report_write, "limits": self.limits.rlimits(), **self._isolation_job(slot)})
+        job = marshal.dumps({"program": program, "tests": tests, "setup": setup, "nonce": nonce,
+                          "report_fd": report_write, "limits": self.limits.rlimits(), **self._isolation_job(slot)},
+                           4)  # a format every Python 3 reads
         try:
             with open(os.path.join(workdir, "stdout"), "w+b") as out, open(os.path.join(workdir, "stderr"),
                                                                             "w+b") as err:
@@ -170,7 +248,7 @@ class Sandbox:
                 reports = _Reader(report_read)
                 status = "ok"
                 try:
-                    proc.stdin.write(job.encode())
+                    proc.stdin.write(job)
                     proc.stdin.close()
                 except BrokenPipeError:
                     pass
@@ -251,3 +329,18 @@ def default_sandbox() -> Sandbox:
         if _SANDBOX is None:
             _SANDBOX = Sandbox()
         return _SANDBOX
+
+
+def isolation_mode() -> str:
+    """The mode code rewards will run in here ("root", "userns", "unisolated"); raises `SandboxUnavailable` with
+    the cause and the fixes where none is possible. Recipes and `make eval` call it in their pre-flight."""
+    return default_sandbox().isolation
+
+
+def isolation_record() -> str:
+    """The mode for run records (versions.json, results.json): never raises; "unavailable" where code rewards
+    would refuse to run."""
+    try:
+        return isolation_mode()
+    except SandboxUnavailable:
+        return "unavailable"

@@ -19,6 +19,7 @@ def test_make_eval_on_the_tiny_model_writes_results_and_samples(tiny_world, tmp_
     assert low <= results["accuracy"] <= high
     assert results["generation"]["greedy"] and results["template"]["user"] == "{question}"
     assert results["versions"]["trl"] == "1.12.0" and results["seconds"] > 0
+    assert results["sandbox_isolation"] == "root"
     assert {"prompt", "completion", "extracted", "gold", "score", "reason"} <= set(samples[0])
 
 

@@ -26,7 +26,8 @@ def test_two_steps_in_4bit_save_an_adapter_that_generates(tiny_world, tmp_path):
     for name in ("adapter_model.safetensors", "adapter_config.json", "tokenizer.json", "config.yaml",
                  "versions.json"):
         assert (out / name).exists(), name
-    assert json.loads((out / "versions.json").read_text())["trl"] == "1.12.0"
+    versions = json.loads((out / "versions.json").read_text())
+    assert versions["trl"] == "1.12.0" and versions["sandbox_isolation"] == "root"
     assert_adapter_loads_and_generates(out, tiny_world / "model")
 
 
