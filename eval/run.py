@@ -151,12 +151,21 @@ def main(argv=None):
         "versions": library_versions(), "sandbox_isolation": isolation_record(),
         "seconds": round(time.time() - start, 1),
     }
+    unparseable = sorted({r["index"] for r in records if r["reason"] == "unparseable gold"})
+    if task.kind == "math":
+        # A gold answer the verifier cannot read is a data problem: scored wrong, in the denominator, and named.
+        results["unparseable_gold"] = {"count": len(unparseable), "scored_as": "wrong (0), counted in n",
+                                       "examples": [{"index": i, "gold": str(rows[i][task.gold])[:200]}
+                                                    for i in unparseable[:10]]}
     (out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
     (out / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     headline = (f"accuracy {metrics['accuracy']:.1%} [{metrics['accuracy_ci95'][0]:.1%}, "
                 f"{metrics['accuracy_ci95'][1]:.1%}]" if args.k == 1 else
                 ", ".join(f"{key} {value:.1%}" for key, value in metrics.items() if key.startswith("pass@")
                           and not key.endswith("ci95")))
+    if unparseable:
+        print(f"warning: {len(unparseable)} of {len(rows)} gold answers cannot be parsed; scored wrong (in n): "
+              + ", ".join(repr(str(rows[i][task.gold])[:60]) for i in unparseable[:5]))
     print(f"{args.task}: {headline} on n={len(rows)} ({args.model}{' + ' + args.adapter if args.adapter else ''}, "
           f"{'greedy' if temperature == 0 else f'T={temperature}'}) -> {out}")
     return results

@@ -98,6 +98,22 @@ def load_data(name: str, split: str = "train", config: str | None = None, requir
     return dataset
 
 
+def warn_unparseable_golds(dataset, reward_names, source: str, column: str = "answer") -> list[tuple[int, str]]:
+    """Gold answers math_accuracy cannot parse are a data problem: their samples score None and teach nothing.
+    Says how many, with the first few, before any model loads (when a chosen reward reads `answer`)."""
+    from rewards import required_columns
+    from rewards.math import unparseable_golds
+
+    if column not in required_columns(reward_names):
+        return []
+    bad = unparseable_golds(dataset[column])
+    if bad:
+        print(f"warning: {len(bad)} of {len(dataset)} gold answers in {source} (column {column!r}) cannot be parsed; "
+              "math_accuracy scores their samples None (left out of the reward): "
+              + ", ".join(f"row {i}: {gold[:60]!r}" for i, gold in bad[:5]) + (", ..." if len(bad) > 5 else ""))
+    return bad
+
+
 def require_columns(dataset, columns, source: str) -> None:
     missing = [c for c in columns if c not in dataset.column_names]
     if missing:

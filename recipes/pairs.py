@@ -70,6 +70,7 @@ def main(args: PairsArguments, model_args: ModelConfig):
     dataset = common.load_data(args.dataset_name, args.dataset_train_split, args.dataset_config, needed)
     if args.max_prompts:
         dataset = dataset.select(range(min(args.max_prompts, len(dataset))))
+    common.warn_unparseable_golds(dataset, args.reward_funcs, args.dataset_name)
 
     # ----- model -----
     torch.manual_seed(args.seed)

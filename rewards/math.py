@@ -4,6 +4,7 @@
 builder, `make score` and `eval/` all call it.
 """
 
+import functools
 import re
 
 from rewards._isolated import pool
@@ -39,16 +40,94 @@ def extract_answer_span(text: str) -> str:
     return text
 
 
-def _parse(text: str):
-    from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse
+# Scientific notation as plain text ("4.5e33", Minerva's style) reads as 4.5*e*33 in LaTeX math mode.
+_SCIENTIFIC = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)[eE]([+-]?\d+)(?![\w.])")
+# A lower-case word that is not a LaTeX command: prose ("72 apples"), not a formula ("3m+1", "MR=SRMC").
+_PROSE_WORD = re.compile(r"(?<![\\a-zA-Z])[a-z]{3,}")
+# A sentence's full stop inside the answer ("\\boxed{(1,2]\\cup\\{5\\}.}"): math-verify reads such an answer as 0.
+_STOP_BEFORE_BRACE = re.compile(r"\.\s*(?=\}|\$)")
+_MATH_DELIMITERS = ("$", "\\(", "\\[", "\\boxed")
+_PYTHON_OPERATORS = ("**", "//")  # "9**9**9**9" is Python; LaTeX math mode would read it as 9
 
-    configs = [LatexExtractionConfig(boxed_match_priority=0), ExprExtractionConfig()]
-    if "\\" in text and "$" not in text and "\\boxed" not in text and "\\(" not in text:
-        # LaTeX answers without delimiters ("\frac{14}{3}") are only found inside math mode.
-        parsed = parse(f"${text}$", extraction_config=configs, parsing_timeout=_PARSE_TIMEOUT)
+
+def _configs():
+    from math_verify import ExprExtractionConfig, LatexExtractionConfig
+
+    return [LatexExtractionConfig(boxed_match_priority=0), ExprExtractionConfig()]
+
+
+def _scientific_to_latex(text: str) -> str:
+    r"""
+    >>> print(_scientific_to_latex("about 4.5e33 erg, not e3 or 2e"))
+    about 4.5 \times 10^{33} erg, not e3 or 2e
+    """
+    return _SCIENTIFIC.sub(r"\1 \\times 10^{\2}", text)
+
+
+def _parse_math_mode(span: str) -> list:
+    """`span` read as the inside of `$...$`: how MATH, AMC, AIME and OlympiadBench write bare answers."""
+    from math_verify import parse
+
+    span = _scientific_to_latex(span.strip().rstrip(".").rstrip())
+    return parse(f"${span}$", extraction_config=_configs(), parsing_timeout=_PARSE_TIMEOUT) if span else []
+
+
+def _reads_as_bare_math(span: str) -> bool:
+    """No math delimiters, and LaTeX or a formula rather than prose or Python."""
+    unescaped = span.replace("\\$", "")  # "\\$15,300" is money, not math mode
+    return not any(marker in unescaped for marker in _MATH_DELIMITERS + _PYTHON_OPERATORS) and (
+        "\\" in span or not _PROSE_WORD.search(span))
+
+
+def _parse(text: str) -> list:
+    """A completion's answer span: math-verify's own extraction where the text marks its math ($, \\(, \\boxed);
+    a bare span in math mode unless it reads as prose or Python (then the text extraction finds its number)."""
+    from math_verify import parse
+
+    if _reads_as_bare_math(text):
+        parsed = _parse_math_mode(text)
         if parsed:
             return parsed
-    return parse(text, extraction_config=configs, parsing_timeout=_PARSE_TIMEOUT)
+    text = _STOP_BEFORE_BRACE.sub("", _scientific_to_latex(text))
+    return parse(text, extraction_config=_configs(), parsing_timeout=_PARSE_TIMEOUT)
+
+
+def _squeeze(text: str) -> str:
+    return re.sub(r"\s+|\$", "", text)
+
+
+@functools.lru_cache(maxsize=4096)
+def parse_gold(gold: str) -> list:
+    """A gold answer as written: a GSM8K solution's `#### n`, or a bare answer read in math mode (`a - b`,
+    `3 - 2i`, `(1,6]`, `2,-5`, `y = -3x + 1`, `\\$12,\\!500`, `4.5e33`). Only when math mode yields nothing (or the
+    gold is prose), math-verify's text extraction, and only if it took the whole answer: a first term (`3` of
+    `3m+1`) is no gold at all. [] when unparseable. Cached: GRPO scores k completions against each gold.
+
+    >>> [str(parse_gold(g)[0]) for g in ["Natalia sold 72 clips.\\n#### 1,234", "1+15i", "(1,6]", "2,-5"]]
+    ['1234', '15*i + 1', 'Interval.Lopen(1, 6)', '{-5, 2}']
+    """
+    from math_verify import parse
+
+    span = gold_span(gold)
+    parsed = _parse_math_mode(span) if _reads_as_bare_math(span) or "$" in span else []
+    if parsed:
+        return parsed
+    parsed = parse(span, extraction_config=_configs(), parsing_timeout=_PARSE_TIMEOUT)
+    if parsed and _squeeze(str(parsed[-1])) == _squeeze(span):
+        return parsed
+    # What math-verify can hold only as text ("np.arcsin(10/13)") matches only the same text; prose read in math
+    # mode ("not given" as n*o*t*g*i*v*e*n) matches nothing real and is reported as unparseable.
+    parsed = _parse_math_mode(span)
+    return parsed if parsed and all(isinstance(item, str) for item in parsed) else []
+
+
+def _plain_symbols(parsed: list) -> list:
+    """Every free symbol as a plain one of the same name: math-verify gives `i` other assumptions in `2 + 11 i`
+    than in `2+11i`, and sympy then keeps the two apart."""
+    from sympy import Basic, Symbol
+
+    return [item.xreplace({s: Symbol(s.name) for s in item.free_symbols if isinstance(s, Symbol)})
+            if isinstance(item, Basic) else item for item in parsed]
 
 
 def gold_span(gold: str) -> str:
@@ -64,14 +143,25 @@ def verify_answer(completion: str, gold: str) -> list:
     """[score, extracted answer, reason]. Runs inside an isolated worker (see rewards/_isolated.py)."""
     from math_verify import verify
 
-    gold_parsed = _parse(gold_span(gold))
+    gold_parsed = parse_gold(gold)
     if not gold_parsed:
         return [None, None, "unparseable gold"]
     answer = _parse(extract_answer_span(completion))
     if not answer:
         return [0.0, None, "unparseable answer"]
-    correct = verify(gold_parsed, answer, timeout_seconds=_PARSE_TIMEOUT)
+    correct = verify(_plain_symbols(gold_parsed), _plain_symbols(answer), timeout_seconds=_PARSE_TIMEOUT)
     return [1.0 if correct else 0.0, str(answer[-1])[:200], "correct" if correct else "wrong"]
+
+
+def unparseable_golds(answers) -> list[tuple[int, str]]:
+    """(index, gold) of every gold answer math_accuracy cannot parse (it scores their samples None), for the
+    data checks of the recipes, `make score` and `make eval`."""
+    results = pool().map("rewards.math.gold_parses", [[str(a)] for a in answers], timeout=TIMEOUT_SECONDS)
+    return [(i, str(a)) for i, (a, ok) in enumerate(zip(answers, results, strict=True)) if ok is not True]
+
+
+def gold_parses(gold: str) -> bool:
+    return bool(parse_gold(gold))
 
 
 def check_answers(completions, answer) -> list[tuple[float | None, str | None, str]]:

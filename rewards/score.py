@@ -64,6 +64,12 @@ def main(argv=None):
         for name in names:
             score, why = verdicts[name][i]
             print(f"    {name}: {score}" + (f"  ({why})" if why else ""))
+    if "math_accuracy" in verdicts:
+        unparseable = [i for i, (_, why) in enumerate(verdicts["math_accuracy"]) if why.startswith("unparseable gold")]
+        if unparseable:
+            examples = ", ".join(f"[{i}] {str(rows[i]['answer'])[:60]!r}" for i in unparseable[:5])
+            print(f"\nunparseable gold answers: {len(unparseable)} of {len(rows)} (math_accuracy scores them None, "
+                  f"left out of its mean): {examples}" + (", ..." if len(unparseable) > 5 else ""))
     print("\ndistribution:")
     for name in names:
         scores = [s for s, _ in verdicts[name]]

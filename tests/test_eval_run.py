@@ -57,3 +57,16 @@ def test_vllm_is_optional_and_asking_for_it_without_it_is_a_clear_error(tmp_path
     monkeypatch.setattr(importlib.util, "find_spec", lambda name: None if name == "vllm" else real_find_spec(name))
     with pytest.raises(SystemExit, match="vLLM is not installed"):
         eval_main(["--model", "m", "--task", "tiny", "--use_vllm", "--out", str(tmp_path)])
+
+
+def test_unparseable_gold_answers_count_as_wrong_and_are_named(tiny_world, tmp_path):
+    data = tmp_path / "math.jsonl"
+    data.write_text("".join(json.dumps({"problem": p, "answer": a}) + "\n" for p, a in
+                            [("Ana has 12 coins. Ana gets 30 more. How many?", "42"), ("Name it.", "not given")]))
+    results = eval_main(["--model", str(tiny_world / "model"), "--task", "math500", "--data", str(data),
+                         "--max_new_tokens", "8", "--out", str(tmp_path / "out")])
+    assert results["n"] == 2
+    assert results["unparseable_gold"] == {"count": 1, "scored_as": "wrong (0), counted in n",
+                                           "examples": [{"index": 1, "gold": "not given"}]}
+    saved = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert saved["unparseable_gold"]["count"] == 1 and saved["accuracy"] <= 0.5
