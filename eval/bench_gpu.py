@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 from eval.comparison import HOLDS, METHODS, samples_trained
+from rewards._cli import one_line_errors
 
 FIXTURE = Path("tests/fixtures/gsm8k_sample.jsonl")
 
@@ -107,6 +108,7 @@ def main(argv=None):
     parser.add_argument("--steps", type=int, default=2)
     parser.add_argument("--work", default="/tmp/bench-gpu", help="where the random model is written (~15 GB)")
     parser.add_argument("--out", default="results/bench/gpu")
+    one_line_errors()
     args = parser.parse_args(argv)
     require_cuda()  # before anything slow
 

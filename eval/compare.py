@@ -8,6 +8,8 @@ import argparse
 import json
 from pathlib import Path
 
+from rewards._cli import one_line_errors
+
 
 def load(results_path: str) -> tuple[dict, list[dict]]:
     path = Path(results_path)
@@ -46,6 +48,7 @@ def main(argv=None):
     parser.add_argument("a")
     parser.add_argument("b")
     parser.add_argument("--show", type=int, default=3, help="flipped samples to print each way")
+    one_line_errors()
     args = parser.parse_args(argv)
     (a, a_samples), (b, b_samples) = load(args.a), load(args.b)
     if a["task"] != b["task"]:

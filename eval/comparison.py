@@ -37,6 +37,7 @@ from pathlib import Path
 import yaml
 
 from eval.reward_check import paired_difference
+from rewards._cli import one_line_errors
 
 METHODS = ("grpo", "ppo", "dpo", "orpo")
 PROFILES = {
@@ -318,6 +319,7 @@ def main(argv=None):
     parser.add_argument("--eval_k", type=int, help="samples per problem for sampled pass@1")
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
     parser.add_argument("--out", help="default results/compare/<profile>")
+    one_line_errors()
     args = parser.parse_args(argv)
 
     profile = PROFILES[args.profile]

@@ -39,6 +39,8 @@ from pathlib import Path
 
 import yaml
 
+from rewards._cli import one_line_errors
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 GB = 2**30
 METHODS = ("grpo", "ppo", "dpo", "orpo")
@@ -176,9 +178,12 @@ def settings_from_config(method: str, path: Path, prompt_length: int = PROMPT_TO
         return values[key] if key in values else _default(config_class, key)
 
     grad_accum = get("gradient_accumulation_steps")
+    # transformers 5 names it activation_checkpointing; TRL's configs default the old name to True
+    checkpointing = values.get("activation_checkpointing", values.get("gradient_checkpointing"))
+    checkpointing = get("gradient_checkpointing") if checkpointing is None else checkpointing
     common = {"dtype": values.get("dtype", "bfloat16"), "nested_quant": values.get("use_bnb_nested_quant", False),
               "lora_r": values.get("lora_r", 16), "lora_targets": values.get("lora_target_modules", "all-linear"),
-              "optimizer": str(get("optim")), "gradient_checkpointing": get("gradient_checkpointing")}
+              "optimizer": str(get("optim")), "gradient_checkpointing": checkpointing}
     if common["dtype"] in (None, "auto"):
         common["dtype"] = "bfloat16"
     if method == "grpo":
@@ -282,6 +287,7 @@ def main(argv=None):
     parser.add_argument("--seq", type=int, help="prompt + completion tokens (split half and half)")
     parser.add_argument("--gpu_gb", type=float, default=24.0)
     parser.add_argument("--json", action="store_true", help="print one JSON object, method -> component -> GB")
+    one_line_errors()
     args = parser.parse_args(argv)
 
     results, settings = estimate_all(args.model, args.profile, args.k, args.seq)

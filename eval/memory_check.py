@@ -26,6 +26,7 @@ import sys
 from pathlib import Path
 
 from eval.estimate import Architecture, Settings, architecture, estimate, settings_from_config
+from rewards._cli import one_line_errors
 
 METHODS = ("grpo", "ppo", "dpo", "orpo")
 COMPLETION_TOKENS = 48
@@ -96,6 +97,7 @@ def main(argv=None):
     parser.add_argument("--tiny", default="artifacts/tiny", help="the tiny world (tokenizer, data, pairs)")
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
     parser.add_argument("--out", default="results/bench/memory")
+    one_line_errors()
     args = parser.parse_args(argv)
 
     tiny, out = Path(args.tiny), Path(args.out)

@@ -22,6 +22,8 @@ from pathlib import Path
 
 import yaml
 
+from rewards._cli import one_line_errors
+
 CONFIG = "recipes/configs/tiny/grpo.yaml"
 
 
@@ -57,6 +59,7 @@ def main(argv=None):
     parser.add_argument("--k", type=int, default=16)
     parser.add_argument("--out", default="results/reward_check")
     parser.add_argument("--grpo_args", nargs=argparse.REMAINDER, default=[], help="extra recipe flags, last")
+    one_line_errors()
     args = parser.parse_args(argv)
 
     config = yaml.safe_load(Path(args.config).read_text())

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from eval.tasks import TASKS, load_task_data, score
+from rewards._cli import one_line_errors
 
 METRICS = Path(__file__).parent / "metrics"
 
@@ -106,6 +107,7 @@ def main(argv=None):
     parser.add_argument("--use_vllm", action="store_true", help="generate with vLLM (optional, must be installed)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", help="output folder (default results/eval/<task>-<timestamp>)")
+    one_line_errors()
     args = parser.parse_args(argv)
 
     import torch

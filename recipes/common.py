@@ -2,11 +2,18 @@
 generation, and pre-flight checks that fail before any model is loaded."""
 
 import os
+import warnings
 from pathlib import Path
 
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel
 from trl import ModelConfig, get_quantization_config
+
+from rewards._cli import UserError, one_line_errors
+
+# peft 0.21 and TRL 1.12 (PPO, unwrap_model_for_generation) read transformers 5's deprecated
+# `model.is_gradient_checkpointing`; nothing here does, and the user cannot act on the warning.
+warnings.filterwarnings("ignore", message="`is_gradient_checkpointing` is deprecated", category=FutureWarning)
 
 LOCAL_SUFFIXES = {".jsonl": "json", ".json": "json", ".parquet": "parquet", ".csv": "csv"}
 
@@ -69,31 +76,56 @@ def load_tokenizer(model_args: ModelConfig):
     return tokenizer
 
 
+# What `datasets`' builders decompress by themselves (fsspec infers it from the extension).
+COMPRESSIONS = (".gz", ".bz2", ".xz", ".zst", ".lz4")
+
+
+def local_format(path: Path) -> str | None:
+    """The `datasets` builder for a local data file, compressed or not: train.jsonl.gz -> "json".
+
+    >>> [local_format(Path(p)) for p in ("a.jsonl", "HumanEval.jsonl.gz", "b.csv.xz", "c.gz", "d.txt")]
+    ['json', 'json', 'csv', None, None]
+    """
+    suffixes = path.suffixes
+    if suffixes and suffixes[-1] in COMPRESSIONS:
+        suffixes = suffixes[:-1]
+    return LOCAL_SUFFIXES.get(suffixes[-1]) if suffixes else None
+
+
+class DataError(UserError, ValueError):
+    """Missing or malformed user data: the entry points report it in one line, naming the file and what is wrong."""
+
+
 def is_local_dataset(name: str) -> bool:
-    return Path(name).suffix in LOCAL_SUFFIXES or os.path.sep in name and Path(name).exists()
+    return local_format(Path(name)) is not None or os.path.sep in name and Path(name).exists()
 
 
 def load_data(name: str, split: str = "train", config: str | None = None, required_columns=()):
-    """A dataset split from a local JSONL/JSON/Parquet/CSV file or directory, or from the hub by id."""
+    """A dataset split from a local JSONL/JSON/Parquet/CSV file (also .gz/.bz2/.xz/.zst/.lz4-compressed) or folder,
+    or from the hub by id."""
     import datasets
 
     if is_local_dataset(name):
         path = Path(name)
         if not path.exists():
-            raise FileNotFoundError(f"dataset file {name} does not exist")
-        files = sorted(p for p in path.iterdir() if p.suffix in LOCAL_SUFFIXES) if path.is_dir() else [path]
+            raise DataError(f"dataset file {name} does not exist")
+        files = sorted(p for p in path.iterdir() if local_format(p)) if path.is_dir() else [path]
         if not files:
-            raise FileNotFoundError(f"dataset directory {name} holds no {'/'.join(LOCAL_SUFFIXES)} file")
-        builder = LOCAL_SUFFIXES[files[0].suffix]
-        split_files = [f for f in files if f.stem.startswith(split)] if path.is_dir() else files
+            raise DataError(f"dataset directory {name} holds no {'/'.join(LOCAL_SUFFIXES)} file (optionally "
+                            f"compressed: {'/'.join(COMPRESSIONS)})")
+        builder = local_format(files[0])
+        if builder is None:
+            raise DataError(f"dataset file {name}: unknown format; use {'/'.join(LOCAL_SUFFIXES)}, optionally "
+                            f"compressed ({'/'.join(COMPRESSIONS)})")
+        split_files = [f for f in files if f.name.startswith(split)] if path.is_dir() else files
         if not split_files:
-            raise FileNotFoundError(f"dataset directory {name} has no file for split {split!r}")
+            raise DataError(f"dataset directory {name} has no file for split {split!r}")
         dataset = datasets.load_dataset(builder, data_files=[str(f) for f in split_files], split="train")
     else:
         try:
             dataset = datasets.load_dataset(name, config, split=split)
         except datasets.exceptions.DatasetNotFoundError as error:
-            raise ValueError(f"unknown dataset {name!r} (not a local file, not on the hub): {error}") from error
+            raise DataError(f"unknown dataset {name!r} (not a local file, not on the hub): {error}") from error
     require_columns(dataset, required_columns, name)
     return dataset
 
@@ -117,7 +149,7 @@ def warn_unparseable_golds(dataset, reward_names, source: str, column: str = "an
 def require_columns(dataset, columns, source: str) -> None:
     missing = [c for c in columns if c not in dataset.column_names]
     if missing:
-        raise ValueError(f"dataset {source} is missing column(s) {missing}; it has {dataset.column_names}")
+        raise DataError(f"dataset {source} is missing column(s) {missing}; it has {dataset.column_names}")
 
 
 @torch.no_grad()
@@ -155,6 +187,11 @@ def parse_config(parser):
     """TrlParser.parse_args_and_config, with the config file named in errors (unknown keys are errors)."""
     import sys
 
+    one_line_errors()
+    config = sys.argv[sys.argv.index("--config") + 1] if "--config" in sys.argv[:-1] else None
+    if config and not Path(config).is_file():
+        raise SystemExit(f"error: config file {config} does not exist; the shipped ones: "
+                         + ", ".join(str(p) for p in sorted(Path("recipes/configs").glob("*/*.yaml"))))
     try:
         return parser.parse_args_and_config()
     except ValueError as error:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import torch
 
+from rewards._cli import one_line_errors
 from tasks.arithmetic import generate as generate_task
 
 CHAT_TEMPLATE = (
@@ -120,6 +121,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default="artifacts/tiny")
     parser.add_argument("--force", action="store_true", help="rebuild even if it exists")
+    one_line_errors()
     args = parser.parse_args()
     world = ensure_tiny_world(args.out, args.force)
     print(f"tiny world at {args.out}: {world['parameters']:,} parameters, held-out greedy accuracy "

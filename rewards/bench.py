@@ -21,6 +21,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from rewards._cli import one_line_errors
+
 
 def code_batch(n: int) -> tuple[list[str], list[list[str]]]:
     correct = "def solve(xs):\n    return sorted(xs)[len(xs) // 2]"
@@ -118,6 +120,7 @@ def main(argv=None):
     parser.add_argument("--math", type=int, default=256)
     parser.add_argument("--code_only", action="store_true", help="only the sandbox line (the unprivileged rerun)")
     parser.add_argument("--answers", type=Path, default=ANSWER_SETS, help="gold answers (source, gold) as JSONL")
+    one_line_errors()
     args = parser.parse_args(argv)
 
     from rewards.code import code_tests

@@ -4,8 +4,9 @@ Usage:
     make score FILE=completions.jsonl REWARDS=math_accuracy,format
     python -m rewards.score completions.jsonl --rewards math_accuracy,format
 
-Each line holds a `completion` (string or message list) plus the dataset columns the rewards need
-(`answer` for math, `tests`/`setup` for code). This is how to debug a reward on real model output before a run.
+FILE may be .gz/.bz2/.xz compressed. Each line holds a `completion` (string or message list) plus the dataset
+columns the rewards need (`answer` for math, `tests`/`setup` for code). This is how to debug a reward on real model
+output before a run.
 """
 
 import argparse
@@ -14,6 +15,7 @@ from collections import Counter
 from pathlib import Path
 
 from rewards import get_reward_funcs, required_columns
+from rewards._cli import UserError, one_line_errors
 from rewards._text import completion_text
 
 
@@ -38,15 +40,34 @@ def explain(name: str, rows: list[dict]) -> list[tuple[float | None, str]]:
     return [(score, "") for score in func(completions, **columns)]
 
 
+def read_lines(path: str) -> list[str]:
+    """The lines of a text file as distributed: plain, or .gz / .bz2 / .xz compressed."""
+    import bz2
+    import gzip
+    import lzma
+
+    opener = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}.get(Path(path).suffix, open)
+    if not Path(path).is_file():
+        raise UserError(f"no file {path}")
+    with opener(path, "rt") as fh:
+        return fh.read().splitlines()
+
+
 def load_rows(path: str, names: list[str]) -> list[dict]:
-    rows = [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+    rows = []
+    for i, line in enumerate(read_lines(path), 1):
+        if line.strip():
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError as error:
+                raise UserError(f"{path}, line {i}: not JSON ({error})") from error
     if not rows:
-        raise ValueError(f"{path}: no rows")
+        raise UserError(f"{path}: no rows")
     for i, row in enumerate(rows, 1):
         needed = ["completion", *required_columns(names)]
         missing = [c for c in needed if c not in row]
         if missing:
-            raise ValueError(f"{path}, line {i}: missing key(s) {missing}; has {sorted(row)}")
+            raise UserError(f"{path}, line {i}: missing key(s) {missing}; has {sorted(row)}")
     return rows
 
 
@@ -54,9 +75,13 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("file")
     parser.add_argument("--rewards", required=True, help="comma-separated reward names or dotted paths")
+    one_line_errors()
     args = parser.parse_args(argv)
     names = [n.strip() for n in args.rewards.split(",") if n.strip()]
-    get_reward_funcs(names)  # unknown names fail here, before any work
+    try:
+        get_reward_funcs(names)  # unknown names fail here, before any work
+    except ValueError as error:
+        raise UserError(str(error)) from error
     rows = load_rows(args.file, names)
     verdicts = {name: explain(name, rows) for name in names}
     for i, row in enumerate(rows):
