@@ -15,7 +15,7 @@ TINY_WORLD := $(if $(filter tiny,$(PROFILE)),$(TINY)/world.json)
 TINY_PAIRS := $(if $(filter tiny,$(PROFILE)),$(TINY)/pairs/train.jsonl)
 
 .PHONY: install test lint tiny bench-rewards score grpo ppo dpo orpo pairs eval eval-compare reward-check compare \
-	estimate bench-memory bench-gpu
+	estimate bench-memory bench-gpu plot
 MODEL ?= $(TINY)/model
 TASK ?= tiny
 EVAL_FLAGS = --model $(MODEL) --task $(TASK) $(if $(ADAPTER),--adapter $(ADAPTER)) $(if $(DATA),--data $(DATA)) \
@@ -63,6 +63,10 @@ score: install
 
 eval: install $(if $(filter $(TINY)/model,$(MODEL)),$(TINY)/world.json)
 	$(PY) -m eval.run $(EVAL_FLAGS) $(ARGS)
+
+# RUN="<run dir> [<run dir> ...]": metrics.png of one run, or the runs overlaid.
+plot: install
+	$(PY) -m eval.plot $(RUN)
 
 eval-compare: install
 	$(PY) -m eval.compare $(A) $(B)

@@ -37,6 +37,7 @@ from pathlib import Path
 import yaml
 
 from eval.reward_check import paired_difference
+from recipes.common import REWARD_KEYS, first_last, reward_curve
 from rewards._cli import one_line_errors
 
 METHODS = ("grpo", "ppo", "dpo", "orpo")
@@ -44,9 +45,8 @@ PROFILES = {
     "tiny": {"task": "tiny", "prompts": 320, "eval_limit": None, "eval_k": 8, "model_name": "artifacts/tiny/model"},
     "7b": {"task": "gsm8k", "prompts": 512, "eval_limit": 500, "eval_k": 4, "model_name": "qwen2.5-7b"},
 }
-# What each trainer logs as its training reward: GRPO and PPO the task reward of the batch; DPO and ORPO have no
-# task reward in training, only their implicit reward margin (chosen minus rejected), which is what they push up.
-REWARD_KEYS = {"grpo": "reward", "ppo": "objective/scores", "dpo": "rewards/margins", "orpo": "rewards/margins"}
+# What each trainer logs as its training reward (recipes.common.REWARD_KEYS): GRPO and PPO the task reward of the
+# batch; DPO and ORPO have no task reward in training, only their implicit reward margin (chosen minus rejected).
 HOLDS = {"grpo": "policy; reference = the same base with the adapter off",
          "ppo": "policy + critic (a second 4-bit base); reference = adapter off; reward = a function",
          "dpo": "policy; reference = the same base with the adapter off",
@@ -142,21 +142,6 @@ def evaluate_all(model_name: str, runs: dict, task: str, limit: int | None, k: i
               flush=True)
         del model
     return results
-
-
-def reward_curve(run_dir: Path, key: str) -> list[tuple[int, float]]:
-    path = run_dir / "metrics.jsonl"
-    rows = [json.loads(line) for line in path.read_text().splitlines()] if path.is_file() else []
-    return [(row["step"], row[key]) for row in rows if key in row]
-
-
-def first_last(curve: list[tuple[int, float]]) -> tuple[float | None, float | None]:
-    """Mean of the first and of the last fifth of the logged values: single steps are too noisy."""
-    if not curve:
-        return None, None
-    n = max(1, len(curve) // 5)
-    values = [v for _, v in curve]
-    return sum(values[:n]) / n, sum(values[-n:]) / n
 
 
 def summarise(runs: dict, evals: dict, headline: str, estimates: dict | None) -> list[dict]:

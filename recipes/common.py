@@ -2,6 +2,7 @@
 generation, and pre-flight checks that fail before any model is loaded."""
 
 import os
+import time
 import warnings
 from pathlib import Path
 
@@ -31,6 +32,7 @@ def rss_mb(field: str = "VmRSS") -> float | None:
 
 # The runtime alone (Python, torch, transformers, TRL imported; no model yet): what a CPU peak sits on top of.
 RSS_BEFORE_MODEL_MB = rss_mb()
+PROCESS_START = time.time()
 
 
 def resolve_dtype(model_args: ModelConfig) -> ModelConfig:
@@ -200,8 +202,6 @@ def parse_config(parser):
 
 
 def default_output_dir(method: str, profile: str) -> str:
-    import time
-
     return f"runs/{method}-{profile}-{time.strftime('%Y%m%d-%H%M%S')}"
 
 
@@ -310,8 +310,6 @@ def run_callbacks(output_dir: str) -> list:
         trainable parameters and the number of 4-bit base models held (PPO's critic is a second one)."""
 
         def on_train_begin(self, args, state, control, model=None, **kwargs):
-            import time
-
             self.start = time.time()
             self.trainable = sum(p.numel() for p in model.parameters() if p.requires_grad) if model else None
             # a loaded base model carries its quantizer; PEFT wrappers only forward the attribute lookups
@@ -328,8 +326,6 @@ def run_callbacks(output_dir: str) -> list:
                 self.measure = "peak RSS over the process's lifetime (ru_maxrss; VmHWM could not be reset)"
 
         def on_train_end(self, args, state, control, **kwargs):
-            import time
-
             record = {"train_seconds": time.time() - self.start, "train_steps": state.global_step,
                       "trainable_params": self.trainable, "models_in_memory": self.bases}
             if torch.cuda.is_available():
@@ -348,13 +344,81 @@ def run_callbacks(output_dir: str) -> list:
     return [MetricsLogger(), StopOnSigterm(), CostMeter()]
 
 
-def report_finished(trainer) -> None:
-    """One line per process, so a distributed launch shows that every rank got to the end."""
+# What each method logs as its training signal: the reward for GRPO and PPO, the preference margin for DPO/ORPO.
+REWARD_KEYS = {"grpo": "reward", "ppo": "objective/scores", "dpo": "rewards/margins", "orpo": "rewards/margins"}
+
+
+def read_metrics(run_dir: str | Path) -> list[dict]:
+    """Every logged row of a run's metrics.jsonl (empty if the run logged nothing)."""
+    import json
+
+    path = Path(run_dir) / "metrics.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.is_file() else []
+
+
+def reward_curve(run_dir: str | Path, key: str) -> list[tuple[int, float]]:
+    return [(row["step"], row[key]) for row in read_metrics(run_dir) if key in row]
+
+
+def first_last(curve: list[tuple[int, float]]) -> tuple[float | None, float | None]:
+    """Mean of the first and of the last fifth of the logged values: single steps are too noisy.
+
+    >>> first_last([(1, 0.0), (2, 0.5), (3, 0.5), (4, 0.5), (5, 1.0)])
+    (0.0, 1.0)
+    """
+    if not curve:
+        return None, None
+    n = max(1, len(curve) // 5)
+    values = [v for _, v in curve]
+    return sum(values[:n]) / n, sum(values[-n:]) / n
+
+
+def eval_task_for(profile: str, reward_names=()) -> str:
+    """The `make eval` task that measures what a run trained for."""
+    if "code_tests" in reward_names:
+        return "mbpp"
+    return "tiny" if profile == "tiny" else "gsm8k"
+
+
+def finish_run(trainer, method: str, output_dir: str, model_name: str, profile: str, reward_names=()) -> dict:
+    """The end of every recipe: the run's plot, summary.json, and a short summary with the next commands (rank 0).
+    A distributed launch also gets one line per rank, so it shows that every rank got to the end."""
+    import json
+
     import torch.distributed as dist
 
-    backend = dist.get_backend() if dist.is_available() and dist.is_initialized() else "none"
     state = trainer.accelerator.state
-    print(f"[rank {state.process_index}/{state.num_processes}, backend {backend}] finished")
+    if state.num_processes > 1:
+        backend = dist.get_backend() if dist.is_available() and dist.is_initialized() else "none"
+        print(f"[rank {state.process_index}/{state.num_processes}, backend {backend}] finished")
+    if not trainer.is_world_process_zero():
+        return {}
+    from eval.plot import plot_runs
+
+    out = Path(output_dir)
+    cost_path = out / "cost.json"
+    cost = json.loads(cost_path.read_text()) if cost_path.is_file() else {}
+    key = REWARD_KEYS[method]
+    first, last = first_last(reward_curve(out, key))
+    plot = plot_runs([out], out / "metrics.png")
+    task = eval_task_for(profile, reward_names)
+    summary = {
+        "method": method, "steps": trainer.state.global_step, "wall_seconds": round(time.time() - PROCESS_START, 1),
+        "train_seconds": cost.get("train_seconds"), "signal": key, "signal_first": first, "signal_last": last,
+        "peak_memory_mb": cost.get("peak_memory_mb"), "memory_measure": cost.get("measure"), "adapter": str(out),
+        "plot": str(plot) if plot else None,
+        "next": [f"make eval MODEL={model_name} ADAPTER={out} TASK={task}", f"make plot RUN={out}"],
+    }
+    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    signal = (f"{key} {first:.3f} -> {last:.3f} (mean of the first and last fifth of {len(reward_curve(out, key))} "
+              "logged steps)" if first is not None else f"{key}: not logged")
+    memory = f"{summary['peak_memory_mb']:,.0f} MB ({summary['memory_measure']})" if cost else "not measured"
+    print(f"\n{method.upper()} finished: {summary['steps']} steps in {summary['wall_seconds']:.0f} s "
+          f"({summary['train_seconds'] or 0:.0f} s training)\n"
+          f"  {signal}\n  peak memory {memory}\n  adapter  {out}\n"
+          + (f"  plot     {plot}\n" if plot else "")
+          + f"next:\n  {summary['next'][0]}   # held-out accuracy\n  {summary['next'][1]}   # redraw the plot\n")
+    return summary
 
 
 def prompt_messages(question: str, system_prompt: str | None) -> list[dict]:

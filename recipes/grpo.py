@@ -82,8 +82,8 @@ def main(script_args: ScriptArguments, training_args: GRPOConfig, model_args: Mo
     trainer.save_model(training_args.output_dir)
     if trainer.is_world_process_zero():
         tokenizer.save_pretrained(training_args.output_dir)
-        print(f"saved adapter to {training_args.output_dir}")
-    common.report_finished(trainer)
+    common.finish_run(trainer, "grpo", training_args.output_dir, model_args.model_name_or_path,
+                      script_args.profile, script_args.reward_funcs)
     return trainer
 
 

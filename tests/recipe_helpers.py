@@ -94,3 +94,22 @@ def lora_weights_changed(run_dir: Path) -> bool:
 
     weights = load_file(str(run_dir / "adapter_model.safetensors"))
     return any("lora_B" in k and torch.count_nonzero(v) > 0 for k, v in weights.items())
+
+
+def assert_run_summary(run_dir: Path, method: str, printed: str, steps: int = 2) -> dict:
+    """The end-of-run summary: printed, and in summary.json with the values metrics.jsonl and cost.json hold."""
+    from recipes.common import REWARD_KEYS, first_last, reward_curve
+
+    summary = json.loads((run_dir / "summary.json").read_text())
+    first, last = first_last(reward_curve(run_dir, REWARD_KEYS[method]))
+    assert first is not None
+    assert (summary["method"], summary["steps"], summary["signal"]) == (method, steps, REWARD_KEYS[method])
+    assert (summary["signal_first"], summary["signal_last"]) == (first, last)
+    cost = json.loads((run_dir / "cost.json").read_text())
+    assert summary["peak_memory_mb"] == cost["peak_memory_mb"] > 0 and summary["train_seconds"] > 0
+    assert (run_dir / "metrics.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert f"{method.upper()} finished: {steps} steps in " in printed
+    assert f"{REWARD_KEYS[method]} {first:.3f} -> {last:.3f}" in printed
+    assert "make eval MODEL=" in printed and f"ADAPTER={run_dir}" in printed and f"make plot RUN={run_dir}" in printed
+    assert "[rank" not in printed  # a single process has no rank line
+    return summary

@@ -58,3 +58,12 @@ def test_unknown_key_is_an_error(tmp_path, monkeypatch):
     monkeypatch.setattr("sys.argv", ["x", "--config", str(bad)])
     with pytest.raises(ValueError, match="lora_rank"):
         module_parser(importlib.import_module("recipes.dpo")).parse_args_and_config()
+
+
+def test_pytest_turns_our_future_warnings_into_errors():
+    import tomllib
+
+    filters = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"][
+        "filterwarnings"]
+    assert "error::FutureWarning:(recipes|rewards|eval|tasks|tests)" in filters
+    assert "error:`gradient_checkpointing` is deprecated:FutureWarning" in filters

@@ -4,7 +4,8 @@ import json
 
 import pytest
 
-from eval.comparison import METHODS, first_last, steps_for
+from eval.comparison import METHODS, steps_for
+from recipes.common import first_last
 
 FIELDS = ("method", "accuracy", "accuracy_ci95", "peak_memory_mb", "train_seconds", "seconds_per_step",
           "samples_per_second", "train_steps", "models_in_memory", "trainable_params", "reward_first", "reward_last",

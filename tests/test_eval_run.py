@@ -3,7 +3,7 @@ import subprocess
 
 from eval import compare
 from eval.run import main as eval_main
-from tests.conftest import REPO_ROOT
+from tests.conftest import FIXTURES, REPO_ROOT
 
 
 def test_make_eval_on_the_tiny_model_writes_results_and_samples(tiny_world, tmp_path):
@@ -70,3 +70,18 @@ def test_unparseable_gold_answers_count_as_wrong_and_are_named(tiny_world, tmp_p
                                            "examples": [{"index": 1, "gold": "not given"}]}
     saved = json.loads((tmp_path / "out" / "results.json").read_text())
     assert saved["unparseable_gold"]["count"] == 1 and saved["accuracy"] <= 0.5
+
+
+def test_make_eval_reads_humaneval_gzipped_as_distributed(tiny_world, tmp_path):
+    import gzip
+
+    data = tmp_path / "HumanEval.jsonl.gz"
+    data.write_bytes(gzip.compress((FIXTURES / "humaneval_sample.jsonl").read_bytes()))
+    out = tmp_path / "he"
+    proc = subprocess.run(["make", "eval", "TASK=humaneval", f"DATA={data}", f"OUT={out}",
+                           "ARGS=--max_new_tokens 16"], cwd=REPO_ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    results = json.loads((out / "results.json").read_text())
+    assert results["n"] == 3 and results["data"] == str(data) and results["sandbox_isolation"] == "root"
+    assert [json.loads(line)["reason"].endswith(", ok") or "tests" in json.loads(line)["reason"]
+            for line in (out / "samples.jsonl").read_text().splitlines()] == [True] * 3

@@ -8,6 +8,7 @@ import recipes.ppo as ppo
 from rewards import REWARDS
 from tests.recipe_helpers import (
     assert_adapter_loads_and_generates,
+    assert_run_summary,
     cli,
     count_4bit,
     metrics_steps,
@@ -39,7 +40,7 @@ def test_reward_adapter_puts_the_function_score_where_trl_reads_it(tiny_world):
     assert scores.tolist() == [2.0, 0.0]
 
 
-def test_two_steps_with_a_rule_based_reward_and_a_4bit_critic(tiny_world, tmp_path):
+def test_two_steps_with_a_rule_based_reward_and_a_4bit_critic(tiny_world, tmp_path, capsys):
     out = tmp_path / "run"
     trainer = run_recipe(ppo, CONFIG, "--max_steps", "2", "--logging_steps", "1", "--output_dir", str(out))
     wrapper = trainer.accelerator.unwrap_model(trainer.model)
@@ -48,6 +49,7 @@ def test_two_steps_with_a_rule_based_reward_and_a_4bit_critic(tiny_world, tmp_pa
     critic_trainable = {n for n, p in wrapper.value_model.named_parameters() if p.requires_grad}
     assert any("lora_" in n for n in critic_trainable) and any("score" in n for n in critic_trainable)
     assert metrics_steps(out) == [1, 2]
+    assert_run_summary(out, "ppo", capsys.readouterr().out)
     rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     assert all(0.0 <= row["objective/scores"] <= 1.0 for row in rows if "objective/scores" in row)
     assert (out / "checkpoint-2" / "value_model.safetensors").exists()
