@@ -41,9 +41,12 @@ TASKS = {
     "mbpp": Task("mbpp", "google-research-datasets/mbpp", "full", "test", ("text", "test_list"),
                  "{text}\nYour code should pass these tests:\n{tests_shown}\nReturn the code in one ```python "
                  "block.", kind="code"),
-    # The tiny world's held-out set, prompted exactly as its model was trained (no instruction, no system prompt).
+    # The tiny worlds' held-out sets, prompted exactly as their models were trained (no instruction, no system
+    # prompt); the code world's tests are hidden from the prompt, as in its training.
     "tiny": Task("tiny", None, None, "test", ("question", "answer"), "{question}",
                  default_data="artifacts/tiny/data/test.jsonl", max_new_tokens=96),
+    "tiny-code": Task("tiny-code", None, None, "test", ("text", "test_list"), "{text}", kind="code",
+                      default_data="artifacts/tiny-code/data/test.jsonl", max_new_tokens=64),
 }
 
 
@@ -64,21 +67,10 @@ def load_task_data(task: Task, data: str | None = None, limit: int | None = None
 
 
 def prepare_row(task: Task, row: dict) -> dict:
-    """Adds the fields the template and the verifier need, in the task's own terms."""
+    """Adds the fields the template needs, in the task's own terms."""
     if task.name == "mbpp":
         row["tests_shown"] = "\n".join(row["test_list"])
-        row["setup"] = row.get("test_setup_code") or ""
     return row
-
-
-def program_for(task: Task, row: dict, completion: str) -> str:
-    """HumanEval completions may restate the whole function or only its body; either way, a runnable program."""
-    from rewards.code import extract_program
-
-    program = extract_program(completion)
-    if task.name == "humaneval" and f"def {row['entry_point']}" not in program:
-        program = row["prompt"] + program
-    return program
 
 
 def score(task: Task, rows: list[dict], completions: list[str]) -> list[tuple[float, str | None, str]]:
@@ -88,14 +80,11 @@ def score(task: Task, rows: list[dict], completions: list[str]) -> list[tuple[fl
 
         return [(s or 0.0, extracted, reason) for s, extracted, reason in
                 check_answers(completions, [row[task.gold] for row in rows])]
-    from rewards.code import run_tests
+    from rewards.code import code_test_columns, program_for, run_tests
 
-    programs = [program_for(task, row, c) for row, c in zip(rows, completions, strict=True)]
-    if task.name == "humaneval":
-        tests = [row["test"] + f"\ncheck({row['entry_point']})\n" for row in rows]
-    else:
-        tests = [row["test_list"] for row in rows]
-    results = run_tests(programs, tests, [row.get("setup", "") for row in rows])
+    columns = [code_test_columns(row) for row in rows]  # the same adapter as the recipes' (MBPP, HumanEval, tests)
+    results = run_tests(completions, *([c[key] for c in columns] for key in ("tests", "setup", "code_prefix")))
+    programs = [program_for(c, col["code_prefix"]) for c, col in zip(completions, columns, strict=True)]
     # A problem is solved only when every test passes (as in the HumanEval/MBPP papers).
     return [(float(r.total > 0 and r.passed == r.total), program[:2000], f"{r.passed}/{r.total} tests, {r.status}")
             for r, program in zip(results, programs, strict=True)]

@@ -148,6 +148,21 @@ def warn_unparseable_golds(dataset, reward_names, source: str, column: str = "an
     return bad
 
 
+def with_code_test_columns(dataset, reward_names, source: str):
+    """For code_tests: the dataset's own test columns (this project's `tests`, MBPP's `test_list`, HumanEval's
+    `test` + `entry_point` + `prompt`) mapped to `tests` / `setup` / `code_prefix`, before `prompt` is rebuilt as
+    chat messages. Fails before any model loads when the dataset has none of them."""
+    from rewards.code import code_test_columns, require_code_tests
+
+    if "code_tests" not in reward_names:
+        return dataset
+    try:
+        require_code_tests(dataset.column_names, source)
+    except ValueError as error:
+        raise DataError(str(error)) from error
+    return dataset.map(code_test_columns)
+
+
 def require_columns(dataset, columns, source: str) -> None:
     missing = [c for c in columns if c not in dataset.column_names]
     if missing:

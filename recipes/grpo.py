@@ -57,6 +57,7 @@ def main(script_args: ScriptArguments, training_args: GRPOConfig, model_args: Mo
     if script_args.max_train_samples:
         dataset = dataset.select(range(min(script_args.max_train_samples, len(dataset))))
     common.warn_unparseable_golds(dataset, script_args.reward_funcs, script_args.dataset_name)
+    dataset = common.with_code_test_columns(dataset, script_args.reward_funcs, script_args.dataset_name)
     dataset = dataset.map(lambda row: {"prompt": common.prompt_messages(row[script_args.prompt_column],
                                                                         script_args.system_prompt)})
 

@@ -71,6 +71,7 @@ def main(args: PairsArguments, model_args: ModelConfig):
     if args.max_prompts:
         dataset = dataset.select(range(min(args.max_prompts, len(dataset))))
     common.warn_unparseable_golds(dataset, args.reward_funcs, args.dataset_name)
+    dataset = common.with_code_test_columns(dataset, args.reward_funcs, args.dataset_name)
 
     # ----- model -----
     torch.manual_seed(args.seed)

@@ -195,6 +195,7 @@ def main(script_args: ScriptArguments, training_args: PPOConfig, model_args: Mod
         dataset = dataset.select(range(min(script_args.max_train_samples, len(dataset))))
     if not script_args.use_reward_model:
         common.warn_unparseable_golds(dataset, script_args.reward_funcs, script_args.dataset_name)
+        dataset = common.with_code_test_columns(dataset, script_args.reward_funcs, script_args.dataset_name)
     tokenizer = common.load_tokenizer(model_args)
     tokenizer.padding_side = "left"  # PPO generates from left-padded queries
 

@@ -25,11 +25,11 @@ REWARDS = {
 }
 
 # Dataset columns each reward reads (beyond `completions`), for pre-flight checks before a model is loaded.
+# code_tests reads any of three formats (rewards.code.TEST_COLUMN_STYLES), checked by `require_code_tests`.
 REQUIRED_COLUMNS = {
     "math_accuracy": ["answer"],
     "length": ["answer"],
     "cosine_length": ["answer"],
-    "code_tests": ["tests"],
 }
 
 # Rewards that execute model output: resolving them checks that the sandbox can isolate it here (before any model

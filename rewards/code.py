@@ -26,24 +26,94 @@ def _as_test_list(tests) -> list[str]:
     return [tests] if isinstance(tests, str) else [str(t) for t in tests]
 
 
-def run_tests(completions, tests, setup=None) -> list[RunResult]:
+# The code datasets' own columns, as the hub and their repositories distribute them; `code_test_columns` maps each
+# to the `tests` / `setup` / `code_prefix` columns code_tests reads: the one place recipes, pairs and eval meet them.
+TEST_COLUMN_STYLES = {
+    "tests": ("tests",),  # this project's own: a list of asserts or one test-code string (+ optional `setup`)
+    "mbpp": ("test_list",),  # MBPP: asserts, optional test_setup_code
+    "humaneval": ("test", "entry_point"),  # HumanEval: check(candidate) code, the function's name, its `prompt`
+}
+
+
+def code_test_style(columns) -> str | None:
+    """Which code-test format a dataset's columns are in, or None.
+
+    >>> code_test_style(["text", "test_list", "test_setup_code"]), code_test_style(["prompt", "test", "entry_point"])
+    ('mbpp', 'humaneval')
+    """
+    return next((style for style, needed in TEST_COLUMN_STYLES.items() if set(needed) <= set(columns)), None)
+
+
+def code_test_columns(row: dict) -> dict:
+    r"""`tests`, `setup` and `code_prefix` for one row in any of TEST_COLUMN_STYLES (used with `Dataset.map`).
+
+    >>> code_test_columns({"test": "def check(candidate):\n    assert candidate(1) == 2\n", "entry_point": "inc",
+    ...               "prompt": "def inc(x):\n"})["tests"]
+    'def check(candidate):\n    assert candidate(1) == 2\n\ncheck(inc)\n'
+    """
+    style = code_test_style(row)
+    if style == "tests":
+        return {"tests": row["tests"], "setup": row.get("setup") or "", "code_prefix": row.get("code_prefix") or ""}
+    if style == "mbpp":
+        return {"tests": list(row["test_list"]), "setup": row.get("test_setup_code") or "", "code_prefix": ""}
+    if style == "humaneval":
+        # completions may restate the whole function or give only its body after the signature in `prompt`
+        return {"tests": row["test"] + f"\ncheck({row['entry_point']})\n", "setup": "",
+                "code_prefix": row.get("prompt") if isinstance(row.get("prompt"), str) else ""}
+    raise ValueError(f"no code tests in columns {sorted(row)}: expected one of "
+                     + "; ".join(" + ".join(cols) for cols in TEST_COLUMN_STYLES.values()))
+
+
+def require_code_tests(columns, source: str) -> str:
+    """The dataset's code-test format; ValueError naming the columns it has and the formats code_tests reads."""
+    style = code_test_style(columns)
+    if style is None:
+        raise ValueError(f"dataset {source} has no code tests for code_tests: it has columns {sorted(columns)}; "
+                         "expected " + " or ".join(" + ".join(c) for c in TEST_COLUMN_STYLES.values()))
+    return style
+
+
+def program_for(completion, code_prefix: str = "") -> str:
+    """The program to run: the completion's code, after `code_prefix` (HumanEval's signature) when the completion
+    does not define the function itself."""
+    program = extract_program(completion_text(completion))
+    if code_prefix and not _defines_the_same_function(program, code_prefix):
+        program = code_prefix + program
+    return program
+
+
+def _defines_the_same_function(program: str, code_prefix: str) -> bool:
+    names = re.findall(r"^def (\w+)", code_prefix, re.MULTILINE)
+    return not names or f"def {names[-1]}" in program
+
+
+def run_tests(completions, tests, setup=None, code_prefix=None) -> list[RunResult]:
     """One sandbox run per completion, in parallel; see `rewards.sandbox` for what is isolated."""
     setups = setup if setup is not None else [""] * len(completions)
-    jobs = [(extract_program(completion_text(c)), _as_test_list(t), s or "")
-            for c, t, s in zip(completions, tests, setups, strict=True)]
+    prefixes = code_prefix if code_prefix is not None else [""] * len(completions)
+    jobs = [(program_for(c, p or ""), _as_test_list(t), s or "")
+            for c, t, s, p in zip(completions, tests, setups, prefixes, strict=True)]
     return default_sandbox().run_many(jobs)
 
 
-def code_tests(completions, tests, setup=None, **kwargs) -> list[float]:
-    """Fraction of `tests` passed (MBPP-style list of asserts), or 1.0/0.0 for one HumanEval-style test string.
+def code_tests(completions, tests=None, setup=None, code_prefix=None, **columns) -> list[float]:
+    r"""Fraction of `tests` passed (MBPP-style list of asserts), or 1.0/0.0 for one HumanEval-style test string.
+    Datasets in MBPP's (`test_list`, `test_setup_code`) or HumanEval's (`test`, `entry_point`, `prompt`) columns
+    work as they are (see `code_test_columns`).
 
-    >>> code_tests(["```python\\ndef add(a, b):\\n    return a + b\\n```"], tests=[["assert add(1, 2) == 3",
+    >>> code_tests(["```python\ndef add(a, b):\n    return a + b\n```"], tests=[["assert add(1, 2) == 3",
     ...            "assert add(2, 2) == 5"]])
     [0.5]
-    >>> code_tests(["import sys\\nsys.exit(0)"], tests=["def check(f):\\n    assert f(1) == 2\\ncheck(inc)"])
+    >>> code_tests(["import sys\nsys.exit(0)"], tests=["def check(f):\n    assert f(1) == 2\ncheck(inc)"])
     [0.0]
+    >>> code_tests(["def f(x):\n    return x * 3"], test_list=[["assert f(2) == 6"]], test_setup_code=[""])
+    [1.0]
     """
-    return [result.fraction for result in run_tests(completions, tests, setup)]
+    if tests is None:
+        rows = [dict(zip(columns, values, strict=True)) for values in zip(*columns.values(), strict=True)]
+        mapped = [code_test_columns(row) for row in rows]
+        tests, setup, code_prefix = ([m[key] for m in mapped] for key in ("tests", "setup", "code_prefix"))
+    return [result.fraction for result in run_tests(completions, tests, setup, code_prefix)]
 
 
 def code_format(completions, **kwargs) -> list[float]:

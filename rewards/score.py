@@ -17,6 +17,7 @@ from pathlib import Path
 from rewards import get_reward_funcs, required_columns
 from rewards._cli import UserError, one_line_errors
 from rewards._text import completion_text
+from rewards.code import require_code_tests
 
 
 def explain(name: str, rows: list[dict]) -> list[tuple[float | None, str]]:
@@ -28,9 +29,10 @@ def explain(name: str, rows: list[dict]) -> list[tuple[float | None, str]]:
         return [(score, f"{reason}: extracted {extracted!r}") for score, extracted, reason in
                 check_answers(completions, [r["answer"] for r in rows])]
     if name == "code_tests":
-        from rewards.code import extract_program, run_tests
+        from rewards.code import code_test_columns, extract_program, run_tests
 
-        results = run_tests(completions, [r["tests"] for r in rows], [r.get("setup", "") for r in rows])
+        columns = [code_test_columns(r) for r in rows]
+        results = run_tests(completions, *([c[key] for c in columns] for key in ("tests", "setup", "code_prefix")))
         return [(res.fraction, f"{res.passed}/{res.total} tests, {res.status}; program starts "
                  f"{extract_program(completion_text(c))[:60]!r}" + (f"; stderr {res.stderr[-200:]!r}"
                                                                      if res.stderr else ""))
@@ -68,6 +70,11 @@ def load_rows(path: str, names: list[str]) -> list[dict]:
         missing = [c for c in needed if c not in row]
         if missing:
             raise UserError(f"{path}, line {i}: missing key(s) {missing}; has {sorted(row)}")
+        if "code_tests" in names:
+            try:
+                require_code_tests(row, f"{path}, line {i}")
+            except ValueError as error:
+                raise UserError(str(error)) from error
     return rows
 
 

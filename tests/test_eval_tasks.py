@@ -1,6 +1,7 @@
 import pytest
 
-from eval.tasks import TASKS, load_task_data, program_for, score
+from eval.tasks import TASKS, load_task_data, score
+from rewards.code import code_test_columns, program_for
 from tests.conftest import FIXTURES
 
 FIXTURE_FILES = {"gsm8k": "gsm8k_sample.jsonl", "math500": "math500_sample.jsonl",
@@ -51,7 +52,7 @@ def test_humaneval_canonical_solutions_pass_and_mismatched_ones_fail():
     assert [s for s, _, _ in score(TASKS["humaneval"], rows, body_only)] == [1.0, 1.0, 1.0]
     assert [s for s, _, _ in score(TASKS["humaneval"], rows, whole)] == [1.0, 1.0, 1.0]
     assert [s for s, _, _ in score(TASKS["humaneval"], rows, mismatched)] == [0.0, 0.0, 0.0]
-    assert program_for(TASKS["humaneval"], rows[0], body_only[0]).startswith("def add(")
+    assert program_for(body_only[0], code_test_columns(rows[0])["code_prefix"]).startswith("def add(")
 
 
 def test_mbpp_reference_code_passes_with_its_setup_and_mismatched_code_fails():
