@@ -6,13 +6,15 @@ PY := $(VENV)/bin/python
 # elsewhere pass e.g. TORCH="torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu".
 TORCH ?= $(shell command -v nvidia-smi >/dev/null 2>&1 && echo "torch>=2.6,<2.15" || echo "torch==2.13.0")
 TINY := artifacts/tiny
+TINY_CODE := artifacts/tiny-code
 
 PROFILE ?= tiny
 CONFIG ?=
 ARGS ?=
-# The tiny profile trains on artifacts that `make tiny` / `make pairs` build; they are made when missing.
-TINY_WORLD := $(if $(filter tiny,$(PROFILE)),$(TINY)/world.json)
-TINY_PAIRS := $(if $(filter tiny,$(PROFILE)),$(TINY)/pairs/train.jsonl)
+# The tiny profiles train on artifacts that `make tiny` / `make pairs` build; they are made when missing.
+WORLD_DIR := $(if $(filter tiny,$(PROFILE)),$(TINY),$(if $(filter tiny-code,$(PROFILE)),$(TINY_CODE)))
+TINY_WORLD := $(if $(WORLD_DIR),$(WORLD_DIR)/world.json)
+TINY_PAIRS := $(if $(WORLD_DIR),$(WORLD_DIR)/pairs/train.jsonl)
 
 .PHONY: install test lint tiny bench-rewards score grpo ppo dpo orpo pairs eval eval-compare reward-check compare \
 	estimate bench-memory bench-gpu plot
@@ -32,12 +34,19 @@ install: $(VENV)/.installed
 
 tiny: install
 	$(PY) -m recipes.tiny --out $(TINY)
+	$(PY) -m recipes.tiny --world code --out $(TINY_CODE)
 
 $(TINY)/world.json: | install
 	$(PY) -m recipes.tiny --out $(TINY)
 
+$(TINY_CODE)/world.json: | install
+	$(PY) -m recipes.tiny --world code --out $(TINY_CODE)
+
 $(TINY)/pairs/train.jsonl: | $(TINY)/world.json
 	$(PY) -m recipes.pairs --config recipes/configs/tiny/pairs.yaml
+
+$(TINY_CODE)/pairs/train.jsonl: | $(TINY_CODE)/world.json
+	$(PY) -m recipes.pairs --config recipes/configs/tiny-code/pairs.yaml
 
 # LAUNCH=<name of recipes/accelerate/*.yaml> [NPROC=n] runs the recipe under `accelerate launch`.
 LAUNCHER = $(if $(LAUNCH),$(VENV)/bin/accelerate launch --config_file recipes/accelerate/$(LAUNCH).yaml \
@@ -61,7 +70,8 @@ bench-rewards: install
 score: install
 	$(PY) -m rewards.score $(FILE) --rewards $(REWARDS)
 
-eval: install $(if $(filter $(TINY)/model,$(MODEL)),$(TINY)/world.json)
+eval: install $(if $(filter $(TINY)/model,$(MODEL)),$(TINY)/world.json) \
+	$(if $(filter $(TINY_CODE)/model,$(MODEL)),$(TINY_CODE)/world.json)
 	$(PY) -m eval.run $(EVAL_FLAGS) $(ARGS)
 
 # RUN="<run dir> [<run dir> ...]": metrics.png of one run, or the runs overlaid.

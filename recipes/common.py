@@ -390,9 +390,9 @@ def first_last(curve: list[tuple[int, float]]) -> tuple[float | None, float | No
 
 def eval_task_for(profile: str, reward_names=()) -> str:
     """The `make eval` task that measures what a run trained for."""
-    if "code_tests" in reward_names:
-        return "mbpp"
-    return "tiny" if profile == "tiny" else "gsm8k"
+    if profile in ("tiny", "tiny-code"):
+        return profile
+    return "mbpp" if "code_tests" in reward_names or "code" in profile else "gsm8k"
 
 
 def finish_run(trainer, method: str, output_dir: str, model_name: str, profile: str, reward_names=()) -> dict:
@@ -434,6 +434,32 @@ def finish_run(trainer, method: str, output_dir: str, model_name: str, profile: 
           + (f"  plot     {plot}\n" if plot else "")
           + f"next:\n  {summary['next'][0]}   # held-out accuracy\n  {summary['next'][1]}   # redraw the plot\n")
     return summary
+
+
+def prompt_text(row: dict, prompt_column: str, prompt_template: str | None = None) -> str:
+    r"""The user message for a row: its `prompt_column`, or `prompt_template` filled from the row's columns (a list
+    column as one item per line), e.g. MBPP's tests shown under the task.
+
+    >>> prompt_text({"text": "Add one.", "test_list": ["assert f(1) == 2", "assert f(2) == 3"]}, "text",
+    ...             "{text}\nTests:\n{test_list}")
+    'Add one.\nTests:\nassert f(1) == 2\nassert f(2) == 3'
+    """
+    if not prompt_template:
+        return row[prompt_column]
+    return prompt_template.format(**{k: "\n".join(map(str, v)) if isinstance(v, list) else v for k, v in row.items()})
+
+
+def prompt_columns(prompt_column: str, prompt_template: str | None = None) -> list[str]:
+    """The columns a prompt is built from, for the pre-flight column check.
+
+    >>> prompt_columns("text", "{text} Tests: {test_list}")
+    ['text', 'test_list']
+    """
+    import string
+
+    if not prompt_template:
+        return [prompt_column]
+    return list(dict.fromkeys(name for _, name, _, _ in string.Formatter().parse(prompt_template) if name))
 
 
 def prompt_messages(question: str, system_prompt: str | None) -> list[dict]:

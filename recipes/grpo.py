@@ -21,6 +21,8 @@ class ScriptArguments:
     dataset_config: str | None = None
     dataset_train_split: str = "train"
     prompt_column: str = "question"
+    prompt_template: str | None = field(default=None, metadata={
+        "help": "user message built from the row's columns, e.g. '{text}\\nTests:\\n{test_list}'; else prompt_column"})
     system_prompt: str | None = None
     max_train_samples: int | None = None
     reward_funcs: list[str] = field(default_factory=lambda: ["math_accuracy"])
@@ -51,15 +53,16 @@ def main(script_args: ScriptArguments, training_args: GRPOConfig, model_args: Mo
     preflight(script_args, training_args, model_args)
 
     # ----- data -----
-    needed = [script_args.prompt_column, *required_columns(script_args.reward_funcs)]
+    needed = [*common.prompt_columns(script_args.prompt_column, script_args.prompt_template),
+              *required_columns(script_args.reward_funcs)]
     dataset = common.load_data(script_args.dataset_name, script_args.dataset_train_split, script_args.dataset_config,
                                required_columns=needed)
     if script_args.max_train_samples:
         dataset = dataset.select(range(min(script_args.max_train_samples, len(dataset))))
     common.warn_unparseable_golds(dataset, script_args.reward_funcs, script_args.dataset_name)
     dataset = common.with_code_test_columns(dataset, script_args.reward_funcs, script_args.dataset_name)
-    dataset = dataset.map(lambda row: {"prompt": common.prompt_messages(row[script_args.prompt_column],
-                                                                        script_args.system_prompt)})
+    dataset = dataset.map(lambda row: {"prompt": common.prompt_messages(
+        common.prompt_text(row, script_args.prompt_column, script_args.prompt_template), script_args.system_prompt)})
 
     # ----- rewards -----
     reward_funcs = get_reward_funcs(script_args.reward_funcs, script_args.reward_kwargs)

@@ -28,6 +28,8 @@ class PairsArguments:
     dataset_config: str | None = None
     dataset_train_split: str = "train"
     prompt_column: str = "question"
+    prompt_template: str | None = field(default=None, metadata={
+        "help": "user message built from the row's columns, e.g. '{text}\\nTests:\\n{test_list}'; else prompt_column"})
     system_prompt: str | None = None
     max_prompts: int | None = None
     reward_funcs: list[str] = field(default_factory=lambda: ["math_accuracy"])
@@ -66,7 +68,8 @@ def main(args: PairsArguments, model_args: ModelConfig):
         raise SystemExit(f"num_samples must be >= 2 to form a pair, got {args.num_samples}")
 
     # ----- data -----
-    needed = [args.prompt_column, *required_columns(args.reward_funcs)]
+    needed = [*common.prompt_columns(args.prompt_column, args.prompt_template),
+              *required_columns(args.reward_funcs)]
     dataset = common.load_data(args.dataset_name, args.dataset_train_split, args.dataset_config, needed)
     if args.max_prompts:
         dataset = dataset.select(range(min(args.max_prompts, len(dataset))))
@@ -79,7 +82,8 @@ def main(args: PairsArguments, model_args: ModelConfig):
     tokenizer = common.load_tokenizer(model_args)
 
     # ----- sample and score -----
-    prompts = [common.prompt_messages(q, args.system_prompt) for q in dataset[args.prompt_column]]
+    prompts = [common.prompt_messages(common.prompt_text(row, args.prompt_column, args.prompt_template),
+                                      args.system_prompt) for row in dataset]
     samples = common.generate(model, tokenizer, prompts, max_new_tokens=args.max_new_tokens,
                               batch_size=max(1, args.batch_size // args.num_samples),
                               temperature=args.temperature, num_return_sequences=args.num_samples)

@@ -34,6 +34,8 @@ class ScriptArguments:
     dataset_config: str | None = None
     dataset_train_split: str = "train"
     prompt_column: str = "question"
+    prompt_template: str | None = field(default=None, metadata={
+        "help": "user message built from the row's columns, e.g. '{text}\\nTests:\\n{test_list}'; else prompt_column"})
     system_prompt: str | None = None
     max_train_samples: int | None = None
     reward_funcs: list[str] = field(default_factory=lambda: ["math_accuracy"])
@@ -186,7 +188,7 @@ def main(script_args: ScriptArguments, training_args: PPOConfig, model_args: Mod
     common.check_4bit_supported(model_args)
 
     # ----- data -----
-    needed = [script_args.prompt_column]
+    needed = common.prompt_columns(script_args.prompt_column, script_args.prompt_template)
     if not script_args.use_reward_model:
         needed += required_columns(script_args.reward_funcs)
     dataset = common.load_data(script_args.dataset_name, script_args.dataset_train_split, script_args.dataset_config,
@@ -200,7 +202,8 @@ def main(script_args: ScriptArguments, training_args: PPOConfig, model_args: Mod
     tokenizer.padding_side = "left"  # PPO generates from left-padded queries
 
     def tokenize(row):
-        messages = common.prompt_messages(row[script_args.prompt_column], script_args.system_prompt)
+        text = common.prompt_text(row, script_args.prompt_column, script_args.prompt_template)
+        messages = common.prompt_messages(text, script_args.system_prompt)
         return {"input_ids": tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True,
                                                            return_dict=False)}
 
@@ -212,8 +215,10 @@ def main(script_args: ScriptArguments, training_args: PPOConfig, model_args: Mod
         reward_model = AutoModelForSequenceClassification.from_pretrained(training_args.reward_model_path,
                                                                           num_labels=1)
     else:
-        prompt_columns = {tuple(ids): {c: row[c] for c in gold_columns} | {"prompts": row[script_args.prompt_column]}
-                          for ids, row in zip(train_dataset["input_ids"], dataset, strict=True)}
+        prompt_columns = {
+            tuple(ids): {c: row[c] for c in gold_columns}
+            | {"prompts": common.prompt_text(row, script_args.prompt_column, script_args.prompt_template)}
+            for ids, row in zip(train_dataset["input_ids"], dataset, strict=True)}
         reward_model = RewardFunctionModel(tokenizer, reward_funcs, weights, prompt_columns)
 
     # ----- model -----

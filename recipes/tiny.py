@@ -1,8 +1,9 @@
-"""Build the offline "tiny world": synthetic task, tokenizer, and an SFT-warm-started Qwen2-architecture model.
+"""Build the offline "tiny worlds": synthetic task, tokenizer, and an SFT-warm-started Qwen2-architecture model.
 
 Usage:
-    make tiny                      # = python -m recipes.tiny --out artifacts/tiny
+    make tiny                      # both worlds: artifacts/tiny (math) and artifacts/tiny-code (code)
     python -m recipes.tiny --out artifacts/tiny --force
+    python -m recipes.tiny --world code --out artifacts/tiny-code
 
 Everything is local and seeded, so every make target and test runs without a hub. The layout it writes:
     artifacts/tiny/data/{train,test}.jsonl   question/answer in GSM8K's format (answer ends in "#### n"); train
@@ -10,6 +11,10 @@ Everything is local and seeded, so every make target and test runs without a hub
                                              forgets the carry in half the problems that have one
     artifacts/tiny/model/                    tokenizer (with chat template) + SFT'd model, fp32 safetensors
     artifacts/tiny/world.json                settings, held-out greedy accuracy, build seconds
+The code world (`--world code`, tasks/code.py) writes the same layout under artifacts/tiny-code/ with MBPP's
+columns (text, code, test_list, test_setup_code) in data/{train,validation,test}.jsonl; its teacher slips in half
+of its demonstrations (a wrong operator, an off-by-one constant, >= for >), and its accuracy is held-out pass@1
+(all three tests pass in the sandbox).
 """
 
 import argparse
@@ -20,6 +25,7 @@ from pathlib import Path
 import torch
 
 from rewards._cli import one_line_errors
+from tasks import code as code_task
 from tasks.arithmetic import generate as generate_task
 
 CHAT_TEMPLATE = (
@@ -30,11 +36,13 @@ SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 DEFAULTS = {"seed": 0, "n_train": 4000, "n_test": 200, "vocab_size": 320, "hidden_size": 128, "layers": 4,
             "heads": 4, "kv_heads": 2, "intermediate_size": 256, "max_length": 128, "sft_steps": 600,
             "batch_size": 32, "learning_rate": 5e-3, "slip_rate": 0.5}
+CODE_DEFAULTS = DEFAULTS | {"n_validation": 200, "sft_steps": 300, "world": "code"}
+MBPP_COLUMNS = ("task_id", "text", "code", "test_list", "test_setup_code")
 
 
-def write_jsonl(path: Path, rows: list[dict]) -> None:
+def write_jsonl(path: Path, rows: list[dict], columns=("question", "answer")) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps({"question": r["question"], "answer": r["answer"]}) + "\n" for r in rows))
+    path.write_text("".join(json.dumps({c: r[c] for c in columns}) + "\n" for r in rows))
 
 
 def build_tokenizer(texts: list[str], vocab_size: int):
@@ -55,16 +63,32 @@ def build_tokenizer(texts: list[str], vocab_size: int):
 
 def to_chat(row: dict) -> dict:
     """SFT imitates the (fallible) teacher's demonstration, not the gold answer."""
-    return {"prompt": [{"role": "user", "content": row["question"]}],
+    return {"prompt": [{"role": "user", "content": row.get("question") or row["text"]}],
             "completion": [{"role": "assistant", "content": row["demonstration"]}]}
 
 
-def held_out_accuracy(model, tokenizer, test_rows: list[dict]) -> float:
-    """Greedy accuracy through `eval/` (the same code and verifier as `make eval TASK=tiny`)."""
+def held_out_accuracy(model, tokenizer, test_rows: list[dict], task: str = "tiny") -> float:
+    """Greedy accuracy through `eval/` (the same code and verifier as `make eval TASK=tiny` / `TASK=tiny-code`)."""
     from eval.run import evaluate_model
 
-    metrics, _ = evaluate_model(model, tokenizer, "tiny", test_rows)
+    metrics, _ = evaluate_model(model, tokenizer, task, test_rows)
     return metrics["accuracy"]
+
+
+def make_data(out: Path, settings: dict) -> tuple[list[dict], list[dict], list[str]]:
+    """(train rows with demonstrations, held-out rows, the texts the tokenizer learns from); writes data/."""
+    if settings.get("world") == "code":
+        train, validation, test = code_task.generate(settings["n_train"], settings["n_validation"],
+                                                     settings["n_test"], seed=settings["seed"],
+                                                     slip_rate=settings["slip_rate"])
+        for name, rows in (("train", train), ("validation", validation), ("test", test)):
+            write_jsonl(out / "data" / f"{name}.jsonl", rows, MBPP_COLUMNS)
+        return train, test, [r["text"] + "\n" + r["demonstration"] + "\n" + r["code"] for r in train]
+    train, test = generate_task(settings["n_train"], settings["n_test"], seed=settings["seed"],
+                                slip_rate=settings["slip_rate"])
+    write_jsonl(out / "data" / "train.jsonl", train)
+    write_jsonl(out / "data" / "test.jsonl", test)
+    return train, test, [r["question"] + "\n" + r["answer"] for r in train]
 
 
 def build(out: Path, settings: dict) -> dict:
@@ -74,12 +98,8 @@ def build(out: Path, settings: dict) -> dict:
 
     start = time.time()
     set_seed(settings["seed"])
-    train, test = generate_task(settings["n_train"], settings["n_test"], seed=settings["seed"],
-                                slip_rate=settings["slip_rate"])
-    write_jsonl(out / "data" / "train.jsonl", train)
-    write_jsonl(out / "data" / "test.jsonl", [{k: v for k, v in row.items() if k != "demonstration"} for row in test])
-
-    tokenizer = build_tokenizer([r["question"] + "\n" + r["answer"] for r in train], settings["vocab_size"])
+    train, test, texts = make_data(out, settings)
+    tokenizer = build_tokenizer(texts, settings["vocab_size"])
     config = Qwen2Config(
         vocab_size=len(tokenizer), hidden_size=settings["hidden_size"],
         intermediate_size=settings["intermediate_size"],
@@ -102,28 +122,29 @@ def build(out: Path, settings: dict) -> dict:
 
     model.save_pretrained(out / "model")
     tokenizer.save_pretrained(out / "model")
-    accuracy = held_out_accuracy(model, tokenizer, test)
+    accuracy = held_out_accuracy(model, tokenizer, test, "tiny-code" if settings.get("world") == "code" else "tiny")
     world = {"settings": settings, "parameters": model.num_parameters(), "held_out_accuracy": accuracy,
              "n_test": len(test), "build_seconds": round(time.time() - start, 1)}
     (out / "world.json").write_text(json.dumps(world, indent=2) + "\n")
     return world
 
 
-def ensure_tiny_world(out: str | Path = "artifacts/tiny", force: bool = False) -> dict:
-    """Builds the tiny world unless a complete one is already there; returns its world.json."""
+def ensure_tiny_world(out: str | Path = "artifacts/tiny", force: bool = False, world: str = "math") -> dict:
+    """Builds a tiny world unless a complete one is already there; returns its world.json."""
     out = Path(out)
     if not force and (out / "world.json").exists() and (out / "model" / "config.json").exists():
         return json.loads((out / "world.json").read_text())
-    return build(out, dict(DEFAULTS))
+    return build(out, dict(CODE_DEFAULTS if world == "code" else DEFAULTS))
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default="artifacts/tiny")
+    parser.add_argument("--world", choices=("math", "code"), default="math")
     parser.add_argument("--force", action="store_true", help="rebuild even if it exists")
     one_line_errors()
     args = parser.parse_args()
-    world = ensure_tiny_world(args.out, args.force)
+    world = ensure_tiny_world(args.out, args.force, args.world)
     print(f"tiny world at {args.out}: {world['parameters']:,} parameters, held-out greedy accuracy "
           f"{world['held_out_accuracy']:.1%} on {world['n_test']} problems (built in {world['build_seconds']}s)")
 
