@@ -43,6 +43,8 @@ from rewards._cli import one_line_errors
 METHODS = ("grpo", "ppo", "dpo", "orpo")
 PROFILES = {
     "tiny": {"task": "tiny", "prompts": 320, "eval_limit": None, "eval_k": 8, "model_name": "artifacts/tiny/model"},
+    "tiny-code": {"task": "tiny-code", "prompts": 320, "eval_limit": None, "eval_k": 8,
+                  "model_name": "artifacts/tiny-code/model"},
     "7b": {"task": "gsm8k", "prompts": 512, "eval_limit": 500, "eval_k": 4, "model_name": "qwen2.5-7b"},
 }
 # What each trainer logs as its training reward (recipes.common.REWARD_KEYS): GRPO and PPO the task reward of the
@@ -157,7 +159,8 @@ def summarise(runs: dict, evals: dict, headline: str, estimates: dict | None) ->
         if method == "base":
             record |= {key: None for key in ("peak_memory_mb", "train_seconds", "seconds_per_step",
                                              "samples_per_second", "train_steps", "models_in_memory",
-                                             "trainable_params", "reward_first", "reward_last")}
+                                             "trainable_params", "reward_first", "reward_last", "reward_seconds",
+                                             "reward_share", "sandbox_programs_per_second")}
             records.append(record)
             continue
         cost = json.loads((runs[method] / "cost.json").read_text())
@@ -172,7 +175,7 @@ def summarise(runs: dict, evals: dict, headline: str, estimates: dict | None) ->
             "seconds_per_step": cost["train_seconds"] / max(1, steps),
             "samples_per_second": samples / cost["train_seconds"], "samples": samples,
             "models_in_memory": cost["models_in_memory"], "holds": HOLDS[method],
-            "trainable_params": cost["trainable_params"],
+            "trainable_params": cost["trainable_params"], **reward_cost(cost),
             "reward_key": REWARD_KEYS[method], "reward_first": first, "reward_last": last, "reward_curve": curve,
         }
         for metric in ("greedy", "sampled"):
@@ -187,6 +190,17 @@ def summarise(runs: dict, evals: dict, headline: str, estimates: dict | None) ->
             record["estimated_gb"] = estimates[method]["total_gb"]
         records.append(record)
     return records
+
+
+def reward_cost(cost: dict) -> dict:
+    """Time training spent in reward calls (GRPO and PPO score in-process; DPO/ORPO's pairs were scored before) and
+    the sandbox's programs per second during training, from the run's cost.json."""
+    spent = cost.get("reward_time", {})
+    seconds = sum(r["seconds"] for r in spent.values())
+    code = spent.get("code_tests")
+    return {"reward_seconds": seconds, "reward_share": seconds / cost["train_seconds"],
+            "reward_time": spent,
+            "sandbox_programs_per_second": code["completions"] / code["seconds"] if code and code["seconds"] else None}
 
 
 def samples_trained(method: str, run_dir: Path, steps: int) -> int:
@@ -214,8 +228,9 @@ def write_markdown(records: list[dict], settings: dict, path: Path) -> None:
              f"of task `{settings['task']}`. Budget: {settings['prompts']} training prompts, each seen once by every "
              "method. 95% intervals; 'vs base' is the paired per-problem difference.", "",
              "| method | sampled pass@1 | vs base | greedy | vs base | peak memory MB | est. GB | s/step | steps "
-             "| samples/s | models | trainable | reward first -> last | length (base) | flag |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| samples/s | models | trainable | reward first -> last | reward s (share) | sandbox programs/s "
+             "| length (base) | flag |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in records:
         vs = {m: ("" if r["method"] == "base" else
                   f"{r[m + '_vs_base']:+.1%} [{r[m + '_vs_base_ci95'][0]:+.1%}, {r[m + '_vs_base_ci95'][1]:+.1%}]")
@@ -223,12 +238,15 @@ def write_markdown(records: list[dict], settings: dict, path: Path) -> None:
         reward = ("" if r["reward_first"] is None else
                   f"{r['reward_first']:.3f} -> {r['reward_last']:.3f} ({r['reward_key']})")
         flag = "reward up, held-out not" if r.get("flag_reward_up_accuracy_not") else ""
+        reward_time = ("n/a" if r["reward_seconds"] is None else
+                       f"{r['reward_seconds']:.1f} ({r['reward_share']:.0%})")
         lines.append(
             f"| {r['method']} | {pct(r['sampled_pass1'], r['sampled_pass1_ci95'])} | {vs['sampled']} "
             f"| {pct(r['greedy_accuracy'], r['greedy_ci95'])} | {vs['greedy']} | {num(r['peak_memory_mb'], '.0f')} "
             f"| {num(r.get('estimated_gb'), '.3f')} | {num(r['seconds_per_step'], '.2f')} "
             f"| {num(r['train_steps'], 'd')} | {num(r['samples_per_second'], '.1f')} "
             f"| {num(r['models_in_memory'], 'd')} | {num(r['trainable_params'], ',')} | {reward} "
+            f"| {reward_time} | {num(r['sandbox_programs_per_second'], '.0f')} "
             f"| {r['completion_length_mean']:.1f} ({r['completion_length_base']:.1f}) | {flag} |")
     lines += ["", "Peak memory is measured in each method's own process: " + settings["memory_measure"]
               + ". 'est. GB' is `eval.estimate` for the same configs. Training rewards: GRPO and PPO log the task "
@@ -323,7 +341,7 @@ def main(argv=None):
     from eval.estimate import estimate_all
     from recipes.common import library_versions
 
-    estimate_model = grpo_config["model_name_or_path"] if args.profile == "tiny" else profile["model_name"]
+    estimate_model = grpo_config["model_name_or_path"] if args.profile.startswith("tiny") else profile["model_name"]
     estimates = estimate_all(estimate_model, args.profile)[0]
     records = summarise(runs, evals, "sampled", estimates)
     measure = next((r["memory_measure"] for r in records if "memory_measure" in r), "n/a")

@@ -284,6 +284,28 @@ def write_run_files(output_dir: str, *configs) -> None:
     (out / "versions.json").write_text(json.dumps(record, indent=2) + "\n")
 
 
+# Seconds, calls and completions spent in each reward function during training (TimedReward), for cost.json.
+REWARD_TIME: dict[str, dict[str, float]] = {}
+
+
+class TimedReward:
+    """A reward function that adds its wall time to REWARD_TIME: what a code reward's sandbox costs per step.
+    A class, not a closure, so it pickles like the rewards it wraps."""
+
+    def __init__(self, func):
+        self.func = func
+        self.__name__ = getattr(func, "__name__", type(func).__name__)
+
+    def __call__(self, completions, **columns):
+        start = time.perf_counter()
+        scores = self.func(completions, **columns)
+        spent = REWARD_TIME.setdefault(self.__name__, {"seconds": 0.0, "calls": 0, "completions": 0})
+        spent["seconds"] += time.perf_counter() - start
+        spent["calls"] += 1
+        spent["completions"] += len(completions)
+        return scores
+
+
 def run_callbacks(output_dir: str) -> list:
     """metrics.jsonl logging, cost.json (memory, time) and graceful SIGTERM (save a checkpoint, then stop) for any
     transformers Trainer."""
@@ -326,6 +348,7 @@ def run_callbacks(output_dir: str) -> list:
 
         def on_train_begin(self, args, state, control, model=None, **kwargs):
             self.start = time.time()
+            REWARD_TIME.clear()
             self.trainable = sum(p.numel() for p in model.parameters() if p.requires_grad) if model else None
             # a loaded base model carries its quantizer; PEFT wrappers only forward the attribute lookups
             self.bases = sum(1 for m in model.modules()
@@ -342,7 +365,8 @@ def run_callbacks(output_dir: str) -> list:
 
         def on_train_end(self, args, state, control, **kwargs):
             record = {"train_seconds": time.time() - self.start, "train_steps": state.global_step,
-                      "trainable_params": self.trainable, "models_in_memory": self.bases}
+                      "trainable_params": self.trainable, "models_in_memory": self.bases,
+                      "reward_time": {name: dict(spent) for name, spent in REWARD_TIME.items()}}
             if torch.cuda.is_available():
                 record |= {"peak_memory_mb": torch.cuda.max_memory_allocated() / 2**20,
                            "measure": "torch.cuda.max_memory_allocated", "device": torch.cuda.get_device_name()}

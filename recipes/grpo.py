@@ -65,7 +65,8 @@ def main(script_args: ScriptArguments, training_args: GRPOConfig, model_args: Mo
         common.prompt_text(row, script_args.prompt_column, script_args.prompt_template), script_args.system_prompt)})
 
     # ----- rewards -----
-    reward_funcs = get_reward_funcs(script_args.reward_funcs, script_args.reward_kwargs)
+    reward_funcs = [common.TimedReward(f) for f in get_reward_funcs(script_args.reward_funcs,
+                                                                        script_args.reward_kwargs)]
 
     # ----- model -----
     resume = common.resolve_run_dir(training_args, "grpo", script_args.profile)

@@ -177,7 +177,8 @@ def main(script_args: ScriptArguments, training_args: PPOConfig, model_args: Mod
     # ----- pre-flight -----
     if not script_args.use_reward_model:
         try:
-            reward_funcs = get_reward_funcs(script_args.reward_funcs, script_args.reward_kwargs)
+            reward_funcs = [common.TimedReward(f) for f in get_reward_funcs(script_args.reward_funcs,
+                                                                            script_args.reward_kwargs)]
         except (ValueError, SandboxUnavailable) as error:
             raise SystemExit(str(error)) from error
         weights = script_args.reward_weights or [1.0] * len(reward_funcs)
