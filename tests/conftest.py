@@ -21,6 +21,16 @@ def tiny_world() -> Path:
 
 
 @pytest.fixture(scope="session")
+def tiny_code_world() -> Path:
+    """The tiny code world (built by `make tiny`; built here once if missing, ~1 min)."""
+    from recipes.tiny import ensure_tiny_world
+
+    out = REPO_ROOT / "artifacts" / "tiny-code"
+    ensure_tiny_world(out, world="code")
+    return out
+
+
+@pytest.fixture(scope="session")
 def tiny_pairs(tiny_world, tmp_path_factory) -> Path:
     """On-policy pairs from the tiny model, built once by the real `recipes.pairs` CLI path."""
     import subprocess
@@ -32,16 +42,24 @@ def tiny_pairs(tiny_world, tmp_path_factory) -> Path:
     return out
 
 
-@pytest.fixture(scope="session")
-def compare_results(tiny_world, tmp_path_factory) -> Path:
-    """`make compare` on the tiny world at a small budget (16 prompts, 24 held-out problems, 2 samples each), run
-    once through the real CLI: four trainings in their own processes, five evaluations, summary and plots."""
+def small_comparison(profile: str, out: Path) -> Path:
+    """`make compare` at a small budget (16 prompts, 24 held-out problems, 2 samples each), through the real CLI:
+    four trainings in their own processes, five evaluations, summary and plots."""
     import subprocess
     import sys
 
-    out = tmp_path_factory.mktemp("compare")
-    result = subprocess.run([sys.executable, "-m", "eval.comparison", "--profile", "tiny", "--prompts", "16",
+    result = subprocess.run([sys.executable, "-m", "eval.comparison", "--profile", profile, "--prompts", "16",
                              "--eval_limit", "24", "--eval_k", "2", "--out", str(out)],
                             cwd=REPO_ROOT, capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     return out
+
+
+@pytest.fixture(scope="session")
+def compare_results(tiny_world, tmp_path_factory) -> Path:
+    return small_comparison("tiny", tmp_path_factory.mktemp("compare"))
+
+
+@pytest.fixture(scope="session")
+def code_compare_results(tiny_code_world, tmp_path_factory) -> Path:
+    return small_comparison("tiny-code", tmp_path_factory.mktemp("compare-code"))

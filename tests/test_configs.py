@@ -20,7 +20,7 @@ SHIPPED_MODELS = {"Qwen/Qwen2.5-7B-Instruct": ("recipes/models/qwen2.5-7b-instru
 
 def test_there_are_configs_for_every_method_and_profile():
     names = {(p.parent.name, p.stem) for p in RECIPE_CONFIGS}
-    assert names >= {(profile, method) for profile in ("tiny", "7b")
+    assert names >= {(profile, method) for profile in ("tiny", "7b", "tiny-code", "7b-code")
                      for method in ("grpo", "ppo", "dpo", "orpo", "pairs")}
 
 
@@ -41,8 +41,8 @@ def test_recipe_config_parses_with_its_recipe(path, monkeypatch):
     assert parsed[0].profile == path.parent.name
 
 
-@pytest.mark.parametrize("path", sorted((REPO_ROOT / "recipes" / "configs" / "7b").glob("*.yaml")),
-                         ids=lambda p: p.name)
+@pytest.mark.parametrize("path", sorted((REPO_ROOT / "recipes" / "configs").glob("7b*/*.yaml")),
+                         ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_7b_configs_build_their_model_on_meta_from_the_shipped_config(path):
     name = yaml.safe_load(path.read_text())["model_name_or_path"]
     config_file, expected = SHIPPED_MODELS[name]

@@ -61,3 +61,14 @@ def test_mbpp_reference_code_passes_with_its_setup_and_mismatched_code_fails():
     verdicts = score(TASKS["mbpp"], rows, code)
     assert [s for s, _, _ in verdicts] == [1.0, 1.0, 1.0], verdicts
     assert [s for s, _, _ in score(TASKS["mbpp"], rows, code[1:] + code[:1])] == [0.0, 0.0, 0.0]
+
+
+def test_tiny_code_task_scores_reference_code_right_and_other_problems_code_wrong(tiny_code_world):
+    rows = load_task_data(TASKS["tiny-code"], None, limit=20)
+    assert TASKS["tiny-code"].messages(rows[0])[-1]["content"] == rows[0]["text"]  # the tests stay hidden
+    reference = [f"```python\n{row['code']}\n```" for row in rows]
+    assert [s for s, _, _ in score(TASKS["tiny-code"], rows, reference)] == [1.0] * 20
+    shifted = reference[1:] + reference[:1]
+    mismatched = [s for (s, _, _), a, b in zip(score(TASKS["tiny-code"], rows, shifted), rows, rows[1:] + rows[:1],
+                                                strict=True) if a["code"] != b["code"]]
+    assert mismatched and set(mismatched) == {0.0}

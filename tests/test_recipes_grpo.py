@@ -94,3 +94,17 @@ def test_sigterm_then_resume_continues_the_same_run(tiny_world, tmp_path):
     assert json.loads((run / "checkpoint-5" / "trainer_state.json").read_text())["global_step"] == 5
     for name, digest in saved.items():
         assert tree_digest(run / name) == digest, f"{name} changed after resume"
+
+
+def test_two_steps_on_the_tiny_code_world_score_in_the_sandbox(tiny_code_world, tmp_path, capsys):
+    out = tmp_path / "code-run"
+    trainer = run_recipe(grpo, "recipes/configs/tiny-code/grpo.yaml", "--max_steps", "2", "--logging_steps", "1",
+                         "--output_dir", str(out))
+    assert trainer.state.global_step == 2
+    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines() if "reward" in line]
+    # the sandbox scored every completion: code_tests' mean is a share of passed asserts, logged per step
+    assert all(0.0 <= r["rewards/code_tests/mean"] <= 1.0 for r in rows) and len(rows) == 2
+    assert any(r["rewards/code_tests/mean"] > 0 for r in rows)  # the warm start passes tests half the time
+    spent = json.loads((out / "cost.json").read_text())["reward_time"]
+    assert spent["code_tests"]["completions"] == 2 * 64 and spent["code_tests"]["seconds"] > 0
+    assert_run_summary(out, "grpo", capsys.readouterr().out)

@@ -34,3 +34,17 @@ def test_parquet_output_and_bad_output_name(tiny_world, tmp_path):
 def test_best_and_worst_respects_the_margin():
     assert pairs.best_and_worst(["a", "bb", "c"], [1.0, 0.0, 1.0], 0.5) == ("a", "bb", 1.0, 0.0)
     assert pairs.best_and_worst(["a", "b"], [1.0, 0.8], 0.5) is None
+
+
+def test_code_pairs_chosen_passes_more_tests_than_rejected(tiny_code_world, tmp_path):
+    from rewards.code import code_tests
+
+    out = tmp_path / "code-pairs.jsonl"
+    rows = run_recipe(pairs, "recipes/configs/tiny-code/pairs.yaml", "--max_prompts", "24", "--output", str(out))
+    assert len(rows) >= 3 and len(rows) == len(out.read_text().splitlines())
+    # the pairs keep MBPP's own columns: the same tests score them again here, in the sandbox
+    chosen = code_tests([r["chosen"] for r in rows], test_list=[r["test_list"] for r in rows],
+                        test_setup_code=[r["test_setup_code"] for r in rows])
+    rejected = code_tests([r["rejected"] for r in rows], test_list=[r["test_list"] for r in rows],
+                          test_setup_code=[r["test_setup_code"] for r in rows])
+    assert all(c > r for c, r in zip(chosen, rejected, strict=True)), list(zip(chosen, rejected, strict=True))

@@ -84,3 +84,17 @@ def test_sigterm_then_resume_continues_the_same_run(tiny_world, tmp_path):
     assert sorted(set(metrics_steps(run))) == [1, 2, 3, 4, 5]
     for name, digest in saved.items():
         assert tree_digest(run / name) == digest, f"{name} changed after resume"
+
+
+def test_two_steps_on_the_tiny_code_world_score_through_the_adapter_in_the_sandbox(tiny_code_world, tmp_path,
+                                                                                     capsys):
+    out = tmp_path / "code-run"
+    trainer = run_recipe(ppo, "recipes/configs/tiny-code/ppo.yaml", "--max_steps", "2", "--logging_steps", "1",
+                         "--output_dir", str(out))
+    assert trainer.state.global_step == 2
+    scores = [json.loads(line)["objective/scores"] for line in (out / "metrics.jsonl").read_text().splitlines()
+              if "objective/scores" in line]
+    assert len(scores) == 2 and all(0.0 <= s <= 1.1 for s in scores)  # code_tests + 0.1 x code_format
+    spent = json.loads((out / "cost.json").read_text())["reward_time"]
+    assert spent["code_tests"]["completions"] == 2 * 8 and spent["code_format"]["calls"] == 2
+    assert_run_summary(out, "ppo", capsys.readouterr().out)
