@@ -37,3 +37,10 @@ def test_compare_notebook_shows_the_table_and_verdicts(compare_results, monkeypa
     images = [out for cell in notebook.cells if cell.cell_type == "code" for out in cell.get("outputs", [])
               if "image/png" in out.get("data", {})]
     assert len(images) == 3
+
+
+def test_compare_notebook_reads_the_code_comparison_too(code_compare_results, monkeypatch):
+    monkeypatch.setenv("COMPARE_DIR", str(code_compare_results))
+    text = outputs(execute("compare.ipynb"))
+    assert "profile tiny-code: 16 training prompts per method" in text
+    assert all(f"{method:>5}  sampled:" in text for method in ("grpo", "ppo", "dpo", "orpo"))
