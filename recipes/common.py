@@ -95,7 +95,11 @@ def local_format(path: Path) -> str | None:
 
 
 class DataError(UserError, ValueError):
-    """Missing or malformed user data: the entry points report it in one line, naming the file and what is wrong."""
+    """Malformed user data: the entry points report it in one line, naming the file and what is wrong."""
+
+
+class MissingDataFile(UserError, FileNotFoundError):
+    """A local data file or folder that is not there (a FileNotFoundError, reported in one line)."""
 
 
 def is_local_dataset(name: str) -> bool:
@@ -110,10 +114,10 @@ def load_data(name: str, split: str = "train", config: str | None = None, requir
     if is_local_dataset(name):
         path = Path(name)
         if not path.exists():
-            raise DataError(f"dataset file {name} does not exist")
+            raise MissingDataFile(f"dataset file {name} does not exist")
         files = sorted(p for p in path.iterdir() if local_format(p)) if path.is_dir() else [path]
         if not files:
-            raise DataError(f"dataset directory {name} holds no {'/'.join(LOCAL_SUFFIXES)} file (optionally "
+            raise MissingDataFile(f"dataset directory {name} holds no {'/'.join(LOCAL_SUFFIXES)} file (optionally "
                             f"compressed: {'/'.join(COMPRESSIONS)})")
         builder = local_format(files[0])
         if builder is None:
@@ -121,7 +125,7 @@ def load_data(name: str, split: str = "train", config: str | None = None, requir
                             f"compressed ({'/'.join(COMPRESSIONS)})")
         split_files = [f for f in files if f.name.startswith(split)] if path.is_dir() else files
         if not split_files:
-            raise DataError(f"dataset directory {name} has no file for split {split!r}")
+            raise MissingDataFile(f"dataset directory {name} has no file for split {split!r}")
         dataset = datasets.load_dataset(builder, data_files=[str(f) for f in split_files], split="train")
     else:
         try:
