@@ -6,7 +6,8 @@ Usage:
     python -m recipes.tiny --world code --out artifacts/tiny-code
 
 Everything is local and seeded, so every make target and test runs without a hub. The layout it writes:
-    artifacts/tiny/data/{train,test}.jsonl   question/answer in GSM8K's format (answer ends in "#### n"); train
+    artifacts/tiny/data/{train,validation,test}.jsonl
+                                             question/answer in GSM8K's format (answer ends in "#### n"); train
                                              rows also hold the teacher's `demonstration` the SFT imitated, which
                                              forgets the carry in half the problems that have one
     artifacts/tiny/model/                    tokenizer (with chat template) + SFT'd model, fp32 safetensors
@@ -26,17 +27,17 @@ import torch
 
 from rewards._cli import one_line_errors
 from tasks import code as code_task
-from tasks.arithmetic import generate as generate_task
+from tasks.arithmetic import generate_splits
 
 CHAT_TEMPLATE = (
     "{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}<|im_end|>\n"
     "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
 )
 SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
-DEFAULTS = {"seed": 0, "n_train": 4000, "n_test": 200, "vocab_size": 320, "hidden_size": 128, "layers": 4,
-            "heads": 4, "kv_heads": 2, "intermediate_size": 256, "max_length": 128, "sft_steps": 600,
+DEFAULTS = {"seed": 0, "n_train": 4000, "n_validation": 200, "n_test": 200, "vocab_size": 320, "hidden_size": 128,
+            "layers": 4, "heads": 4, "kv_heads": 2, "intermediate_size": 256, "max_length": 128, "sft_steps": 600,
             "batch_size": 32, "learning_rate": 5e-3, "slip_rate": 0.5}
-CODE_DEFAULTS = DEFAULTS | {"n_validation": 200, "sft_steps": 300, "world": "code"}
+CODE_DEFAULTS = DEFAULTS | {"sft_steps": 300, "world": "code"}
 MBPP_COLUMNS = ("task_id", "text", "code", "test_list", "test_setup_code")
 
 
@@ -84,10 +85,10 @@ def make_data(out: Path, settings: dict) -> tuple[list[dict], list[dict], list[s
         for name, rows in (("train", train), ("validation", validation), ("test", test)):
             write_jsonl(out / "data" / f"{name}.jsonl", rows, MBPP_COLUMNS)
         return train, test, [r["text"] + "\n" + r["demonstration"] + "\n" + r["code"] for r in train]
-    train, test = generate_task(settings["n_train"], settings["n_test"], seed=settings["seed"],
-                                slip_rate=settings["slip_rate"])
-    write_jsonl(out / "data" / "train.jsonl", train)
-    write_jsonl(out / "data" / "test.jsonl", test)
+    train, validation, test = generate_splits(settings["n_train"], settings["n_validation"], settings["n_test"],
+                                              seed=settings["seed"], slip_rate=settings["slip_rate"])
+    for name, rows in (("train", train), ("validation", validation), ("test", test)):
+        write_jsonl(out / "data" / f"{name}.jsonl", rows)
     return train, test, [r["question"] + "\n" + r["answer"] for r in train]
 
 

@@ -66,6 +66,28 @@ def make_problem(rng: random.Random, max_digits: int = 2, slip_rate: float = 0.0
             "a": a, "b": b}
 
 
+def generate_splits(n_train: int, n_validation: int, n_test: int, seed: int = 0, max_digits: int = 2,
+                    slip_rate: float = 0.0) -> tuple[list[dict], list[dict], list[dict]]:
+    """Deterministic train / validation / held-out splits, no (a, b) pair shared between any two, so neither
+    held-out nor validation accuracy is memorisation. Validation is drawn after train and test, so adding it leaves
+    those two as they were.
+
+    >>> train, validation, test = generate_splits(50, 10, 10, seed=1)
+    >>> pairs = [{(r["a"], r["b"]) for r in rows} for rows in (train, validation, test)]
+    >>> len(train), len(validation), len(test), not (pairs[0] & pairs[1] or pairs[0] & pairs[2] or pairs[1] & pairs[2])
+    (50, 10, 10, True)
+    """
+    rng = random.Random(seed)
+    seen: set[tuple[int, int]] = set()
+    rows: list[dict] = []
+    while len(rows) < n_train + n_test + n_validation:
+        row = make_problem(rng, max_digits, slip_rate)
+        if (row["a"], row["b"]) not in seen:
+            seen.add((row["a"], row["b"]))
+            rows.append(row)
+    return rows[n_test:n_test + n_train], rows[n_test + n_train:], rows[:n_test]
+
+
 def generate(n_train: int, n_test: int, seed: int = 0, max_digits: int = 2,
              slip_rate: float = 0.0) -> tuple[list[dict], list[dict]]:
     """Deterministic train/held-out split with no shared (a, b) pair, so held-out accuracy is not memorisation.
@@ -74,12 +96,5 @@ def generate(n_train: int, n_test: int, seed: int = 0, max_digits: int = 2,
     >>> len(train), len(test), not {(r["a"], r["b"]) for r in train} & {(r["a"], r["b"]) for r in test}
     (50, 10, True)
     """
-    rng = random.Random(seed)
-    seen: set[tuple[int, int]] = set()
-    rows: list[dict] = []
-    while len(rows) < n_train + n_test:
-        row = make_problem(rng, max_digits, slip_rate)
-        if (row["a"], row["b"]) not in seen:
-            seen.add((row["a"], row["b"]))
-            rows.append(row)
-    return rows[n_test:], rows[:n_test]
+    train, _, test = generate_splits(n_train, 0, n_test, seed, max_digits, slip_rate)
+    return train, test
