@@ -17,7 +17,7 @@ TINY_WORLD := $(if $(WORLD_DIR),$(WORLD_DIR)/world.json)
 TINY_PAIRS := $(if $(WORLD_DIR),$(WORLD_DIR)/pairs/train.jsonl)
 
 .PHONY: install test lint tiny bench-rewards score grpo ppo dpo orpo pairs eval eval-compare reward-check compare \
-	estimate bench-memory bench-gpu plot
+	estimate bench-memory bench-gpu plot sweep
 MODEL ?= $(TINY)/model
 TASK ?= tiny
 EVAL_FLAGS = --model $(MODEL) --task $(TASK) $(if $(ADAPTER),--adapter $(ADAPTER)) $(if $(DATA),--data $(DATA)) \
@@ -85,8 +85,13 @@ reward-check: install $(TINY)/world.json
 	$(PY) -m eval.reward_check $(ARGS)
 
 # The four methods from the same start on the same prompts: results/compare/$(PROFILE)/ (summary, table, plots).
+SEEDS ?= 3
 compare: install $(TINY_WORLD)
-	$(PY) -m eval.comparison --profile $(PROFILE) $(ARGS)
+	$(PY) -m eval.comparison --profile $(PROFILE) --seeds $(SEEDS) $(ARGS)
+
+# Each method's learning rate from a small grid, chosen on the validation split: results/compare/$(PROFILE)/sweep.json
+sweep: install $(TINY_WORLD)
+	$(PY) -m eval.comparison --profile $(PROFILE) --sweep $(ARGS)
 
 # The estimator against measured peaks: 2 steps of each method on a random-init ~60M model on the CPU.
 bench-memory: install $(TINY)/world.json $(TINY)/pairs/train.jsonl

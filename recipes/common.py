@@ -367,6 +367,12 @@ def run_callbacks(output_dir: str) -> list:
             except OSError:
                 self.measure = "peak RSS over the process's lifetime (ru_maxrss; VmHWM could not be reset)"
 
+        def on_save(self, args, state, control, **kwargs):
+            # when each checkpoint was taken, in training seconds: accuracy against compute (eval.comparison)
+            if state.is_world_process_zero:
+                with open(Path(output_dir) / "checkpoints.jsonl", "a") as fh:
+                    fh.write(json.dumps({"step": state.global_step, "train_seconds": time.time() - self.start}) + "\n")
+
         def on_train_end(self, args, state, control, **kwargs):
             record = {"train_seconds": time.time() - self.start, "train_steps": state.global_step,
                       "trainable_params": self.trainable, "models_in_memory": self.bases,

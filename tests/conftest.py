@@ -49,7 +49,7 @@ def small_comparison(profile: str, out: Path) -> Path:
     import sys
 
     result = subprocess.run([sys.executable, "-m", "eval.comparison", "--profile", profile, "--prompts", "16",
-                             "--eval_limit", "24", "--eval_k", "2", "--out", str(out)],
+                             "--eval_limit", "24", "--eval_k", "2", "--seeds", "1", "--out", str(out)],
                             cwd=REPO_ROOT, capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     return out

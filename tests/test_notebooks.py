@@ -36,7 +36,7 @@ def test_compare_notebook_shows_the_table_and_verdicts(compare_results, monkeypa
     assert "PPO - GRPO peak:" in text
     images = [out for cell in notebook.cells if cell.cell_type == "code" for out in cell.get("outputs", [])
               if "image/png" in out.get("data", {})]
-    assert len(images) == 3
+    assert len(images) == 4  # memory, accuracy, rewards, and accuracy against compute
 
 
 def test_compare_notebook_reads_the_code_comparison_too(code_compare_results, monkeypatch):
