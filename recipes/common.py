@@ -310,7 +310,7 @@ class TimedReward:
         return scores
 
 
-def run_callbacks(output_dir: str) -> list:
+def run_callbacks(output_dir: str, measure_tensors: bool = False) -> list:
     """metrics.jsonl logging, cost.json (memory, time) and graceful SIGTERM (save a checkpoint, then stop) for any
     transformers Trainer."""
     import json
@@ -351,6 +351,13 @@ def run_callbacks(output_dir: str) -> list:
         trainable parameters and the number of 4-bit base models held (PPO's critic is a second one)."""
 
         def on_train_begin(self, args, state, control, model=None, **kwargs):
+            self.meter = None
+            if measure_tensors:  # the bytes of live tensors, as max_memory_allocated counts them on a GPU
+                from eval.memory_meter import LiveTensorMeter
+
+                self.meter = LiveTensorMeter()
+                self.meter.track([*model.parameters(), *model.buffers()] if model else [])
+                self.meter.__enter__()
             self.start = time.time()
             REWARD_TIME.clear()
             self.trainable = sum(p.numel() for p in model.parameters() if p.requires_grad) if model else None
@@ -374,9 +381,12 @@ def run_callbacks(output_dir: str) -> list:
                     fh.write(json.dumps({"step": state.global_step, "train_seconds": time.time() - self.start}) + "\n")
 
         def on_train_end(self, args, state, control, **kwargs):
+            if self.meter is not None:
+                self.meter.__exit__(None, None, None)
             record = {"train_seconds": time.time() - self.start, "train_steps": state.global_step,
                       "trainable_params": self.trainable, "models_in_memory": self.bases,
-                      "reward_time": {name: dict(spent) for name, spent in REWARD_TIME.items()}}
+                      "reward_time": {name: dict(spent) for name, spent in REWARD_TIME.items()},
+                      "peak_tensor_mb": self.meter.peak_bytes / 2**20 if self.meter else None}
             if torch.cuda.is_available():
                 record |= {"peak_memory_mb": torch.cuda.max_memory_allocated() / 2**20,
                            "measure": "torch.cuda.max_memory_allocated", "device": torch.cuda.get_device_name()}

@@ -28,6 +28,8 @@ class ScriptArguments:
     reward_funcs: list[str] = field(default_factory=lambda: ["math_accuracy"])
     reward_kwargs: dict = field(default_factory=dict, metadata={"help": "reward name -> keyword arguments"})
     profile: str = "tiny"
+    measure_tensor_memory: bool = field(default=False, metadata={
+        "help": "also measure the peak of live tensor bytes (eval.memory_meter) into cost.json; slows training"})
 
 
 def preflight(script_args: ScriptArguments, training_args: GRPOConfig, model_args: ModelConfig) -> None:
@@ -77,7 +79,7 @@ def main(script_args: ScriptArguments, training_args: GRPOConfig, model_args: Mo
     trainer = GRPOTrainer(
         model=model_args.model_name_or_path, reward_funcs=reward_funcs, args=training_args, train_dataset=dataset,
         processing_class=tokenizer, peft_config=get_peft_config(model_args),
-        callbacks=common.run_callbacks(training_args.output_dir),
+        callbacks=common.run_callbacks(training_args.output_dir, script_args.measure_tensor_memory),
     )
     if trainer.is_world_process_zero():
         common.write_run_files(training_args.output_dir, script_args, training_args, model_args)

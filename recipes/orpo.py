@@ -23,6 +23,8 @@ class ScriptArguments:
     dataset_train_split: str = "train"
     max_train_samples: int | None = None
     profile: str = "tiny"
+    measure_tensor_memory: bool = field(default=False, metadata={
+        "help": "also measure the peak of live tensor bytes (eval.memory_meter) into cost.json; slows training"})
 
 
 def main(script_args: ScriptArguments, training_args: ORPOConfig, model_args: ModelConfig):
@@ -46,7 +48,7 @@ def main(script_args: ScriptArguments, training_args: ORPOConfig, model_args: Mo
     trainer = ORPOTrainer(
         model=model_args.model_name_or_path, args=training_args, train_dataset=dataset,
         processing_class=tokenizer, peft_config=get_peft_config(model_args),
-        callbacks=common.run_callbacks(training_args.output_dir),
+        callbacks=common.run_callbacks(training_args.output_dir, script_args.measure_tensor_memory),
     )
     if trainer.is_world_process_zero():
         common.write_run_files(training_args.output_dir, script_args, training_args, model_args)

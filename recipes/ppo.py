@@ -43,6 +43,8 @@ class ScriptArguments:
     reward_kwargs: dict = field(default_factory=dict)
     use_reward_model: bool = field(default=False, metadata={"help": "score with reward_model_path, not functions"})
     profile: str = "tiny"
+    measure_tensor_memory: bool = field(default=False, metadata={
+        "help": "also measure the peak of live tensor bytes (eval.memory_meter) into cost.json; slows training"})
 
 
 class RewardFunctionModel(nn.Module):
@@ -235,7 +237,8 @@ def main(script_args: ScriptArguments, training_args: PPOConfig, model_args: Mod
     trainer = ResumablePPOTrainer(
         args=training_args, processing_class=tokenizer, model=policy, ref_model=None, reward_model=reward_model,
         value_model=value_model, train_dataset=train_dataset, peft_config=get_peft_config(model_args),
-        callbacks=common.run_callbacks(training_args.output_dir), resume_from=resume,
+        callbacks=common.run_callbacks(training_args.output_dir, script_args.measure_tensor_memory),
+        resume_from=resume,
     )
     if trainer.is_world_process_zero():
         common.write_run_files(training_args.output_dir, script_args, training_args, model_args)

@@ -1,0 +1,72 @@
+"""Live tensor memory on any device, on the real code path: what `torch.cuda.max_memory_allocated` counts on a GPU
+(the bytes of live tensor storages), measured on a CPU too.
+
+`LiveTensorMeter` is a `TorchDispatchMode`: every tensor an operator returns inside it has its storage counted once
+(by the storage's identity), and a `weakref.finalize` on that storage takes its bytes off again when it is freed;
+the meter keeps the peak. Tensors that exist before it starts (the loaded model, say) are added with `track`.
+So the 4-bit weights, LoRA, gradients, optimizer state, activations, logits and their copies are counted exactly
+as the trainers create them, which the estimator (`eval.estimate`) is checked against.
+
+torch's own `torch.distributed._tools.mem_tracker.MemTracker` would do this, but it registers gradient hooks on
+every parameter and fails on the frozen 4-bit parameters of a QLoRA model; a small meter of our own is the way.
+It costs Python-level dispatch on every operator (measured in `make bench-memory`), so recipes turn it on only
+with `measure_tensor_memory: true`.
+
+>>> with LiveTensorMeter() as meter:
+...     a = torch.zeros(1024)               # 4 KiB
+...     b = torch.zeros(2048)               # 8 KiB: 12 KiB live
+...     del a                               # 8 KiB live
+...     c = torch.zeros(512, dtype=torch.float64)  # 4 KiB: 12 KiB live again
+>>> meter.peak_bytes, meter.live_bytes
+(12288, 12288)
+"""
+
+import weakref
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten
+
+
+class LiveTensorMeter(TorchDispatchMode):
+    def __init__(self):
+        super().__init__()
+        self.live_bytes = 0
+        self.peak_bytes = 0
+        self._live: set[int] = set()
+
+    def track(self, tensors) -> None:
+        """Counts tensors that already exist (e.g. the model's parameters and buffers), each storage once."""
+        for tensor in tensors:
+            self._count(tensor)
+
+    def reset_peak(self) -> None:
+        self.peak_bytes = self.live_bytes
+
+    def _count(self, tensor: torch.Tensor) -> None:
+        if tensor.device.type == "meta":
+            return
+        try:
+            storage = tensor.untyped_storage()
+        except (RuntimeError, NotImplementedError):  # tensor subclasses without a plain storage
+            return
+        key = id(storage)
+        if key in self._live:
+            return
+        nbytes = storage.nbytes()
+        self._live.add(key)
+        self.live_bytes += nbytes
+        self.peak_bytes = max(self.peak_bytes, self.live_bytes)
+        weakref.finalize(storage, self._free, key, nbytes)
+
+    def _free(self, key: int, nbytes: int) -> None:
+        if key in self._live:
+            self._live.discard(key)
+            self.live_bytes -= nbytes
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        for item in tree_flatten(out)[0]:
+            if isinstance(item, torch.Tensor):
+                self._count(item)
+        return out
