@@ -129,8 +129,9 @@ def train_all(profile: str, prompts: int, out: Path, methods, seed: int = 0,
             command += ["--dataset_name", str(pairs_file), "--max_steps", "-1", "--num_train_epochs", "1"]
         if learning_rates and method in learning_rates:
             command += ["--learning_rate", str(learning_rates[method])]
-        command += (["--save_strategy", "steps", "--save_steps", str(max(1, steps // checkpoints))] if checkpoints
-                    else ["--save_strategy", "no"])
+        # every quarter of the budget, all kept (the recipe YAMLs keep only the last few)
+        command += (["--save_strategy", "steps", "--save_steps", str(max(1, steps // checkpoints)),
+                     "--save_total_limit", str(steps + 1)] if checkpoints else ["--save_strategy", "no"])
         print(f"[compare] training {method} (seed {seed}) ...", flush=True)
         seconds = run(command, out / f"{method}-seed{seed}.log")
         print(f"[compare] {method} (seed {seed}) done in {seconds:.0f} s", flush=True)
@@ -289,6 +290,8 @@ def aggregate(records: list[dict]) -> list[dict]:
             if runs[0].get(metric) is None:
                 continue
             stats = over_seeds([r[metric] for r in runs])
+            if stats["ci95"] and metric in ("sampled_pass1", "greedy_accuracy", "clipped_share"):
+                stats["ci95"] = [max(0.0, stats["ci95"][0]), min(1.0, stats["ci95"][1])]  # a share stays a share
             entry |= {metric: stats["mean"], f"{metric}_sd": stats["sd"], f"{metric}_ci95_seeds": stats["ci95"]}
         entry["accuracy"] = entry["sampled_pass1"]
         entry["accuracy_ci95"] = entry["sampled_pass1_ci95_seeds"] or runs[0]["sampled_pass1_ci95"]
