@@ -296,7 +296,8 @@ def aggregate(records: list[dict]) -> list[dict]:
         entry["accuracy"] = entry["sampled_pass1"]
         entry["accuracy_ci95"] = entry["sampled_pass1_ci95_seeds"] or runs[0]["sampled_pass1_ci95"]
         for key in ("peak_memory_mb", "train_seconds", "seconds_per_step", "samples_per_second", "reward_seconds",
-                    "reward_share", "completion_length_mean", "estimated_gb", "training_clipped_share"):
+                    "reward_share", "sandbox_programs_per_second", "completion_length_mean", "estimated_gb",
+                    "training_clipped_share"):
             values = [r[key] for r in runs if r.get(key) is not None]
             entry[key] = sum(values) / len(values) if values else None
         for key in ("models_in_memory", "trainable_params", "train_steps", "samples", "holds", "reward_key",
@@ -352,8 +353,9 @@ def write_markdown(summary: dict, settings: dict, path: Path, sweep: list | None
              "(with one seed: the run's own 95% interval); 'vs base' is the paired per-problem difference from the "
              "base, averaged over seeds.", "",
              "| method | seeds | sampled pass@1 | vs base | greedy | vs base | sd (sampled, greedy) | peak memory MB "
-             "| est. GB | s/step | samples/s | models | trainable | reward s (share) | clipped | flag |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| est. GB | s/step | samples/s | models | trainable | reward s (share) | sandbox programs/s | clipped "
+             "| flag |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for a in summary["methods"]:
         run = next(r for r in summary["runs"] if r["method"] == a["method"])
         single = a["n_seeds"] == 1
@@ -375,7 +377,7 @@ def write_markdown(summary: dict, settings: dict, path: Path, sweep: list | None
             f"| {sd} | {num(a['peak_memory_mb'], '.0f')} | {num(a['estimated_gb'], '.3f')} "
             f"| {num(a['seconds_per_step'], '.2f')} | {num(a['samples_per_second'], '.1f')} "
             f"| {num(a['models_in_memory'], 'd')} | {num(a['trainable_params'], ',')} "
-            f"| {reward_time} "
+            f"| {reward_time} | {num(a['sandbox_programs_per_second'], '.0f')} "
             f"| {pct(a['clipped_share'])} | {', '.join(flags)} |")
     lines += ["", "## Single runs", "", "| method | seed | sampled pass@1 | vs base | greedy | vs base | s/step "
               "| reward first -> last |", "|---|---|---|---|---|---|---|---|"]

@@ -198,6 +198,12 @@ def main(script_args: ScriptArguments, training_args: PPOConfig, model_args: Mod
                                required_columns=needed)
     if script_args.max_train_samples:
         dataset = dataset.select(range(min(script_args.max_train_samples, len(dataset))))
+    batch = (training_args.per_device_train_batch_size * training_args.gradient_accumulation_steps
+             * training_args.num_mini_batches)
+    if len(dataset) < batch:
+        raise common.DataError(f"dataset {script_args.dataset_name} has {len(dataset)} prompts, fewer than one PPO "
+                               f"batch ({batch} = per_device_train_batch_size x gradient_accumulation_steps x "
+                               "num_mini_batches)")
     if not script_args.use_reward_model:
         common.warn_unparseable_golds(dataset, script_args.reward_funcs, script_args.dataset_name)
         dataset = common.with_code_test_columns(dataset, script_args.reward_funcs, script_args.dataset_name)

@@ -43,7 +43,7 @@ def test_records_measured_costs_per_method(compare_results):
     # 16 prompts once each: GRPO 8 prompts (64 completions) a step, PPO 8 prompts a step
     assert records["grpo"]["train_steps"] == 2 and records["ppo"]["train_steps"] == 2
     assert records["grpo"]["samples"] == 16 * 8 and records["ppo"]["samples"] == 16
-    pairs = sum(1 for _ in open(compare_results / "pairs.jsonl"))
+    pairs = sum(1 for _ in open(compare_results / "pairs-seed0.jsonl"))
     assert 1 <= records["dpo"]["train_steps"] == records["orpo"]["train_steps"] == -(-pairs // 8)
     for method in METHODS:
         r = records[method]

@@ -23,7 +23,10 @@ def test_one_step_of_each_7b_config_with_local_stand_ins(path, tiny_world, tiny_
     config = yaml.safe_load(path.read_text())
     code = path.parent.name.endswith("code")
     model = tiny_code_world / "model" if code else tiny_world / "model"
-    data = FIXTURES / ("mbpp_sample.jsonl" if code else "gsm8k_sample.jsonl")
+    # the fixture's rows repeated to a few batches' worth (a 7B config's batch is larger than the fixture)
+    rows = (FIXTURES / ("mbpp_sample.jsonl" if code else "gsm8k_sample.jsonl")).read_text().splitlines()
+    data = tmp_path / "data.jsonl"
+    data.write_text("\n".join((rows * 64)[:64]) + "\n")
     method = path.stem
     out = tmp_path / "out"
     command = [sys.executable, "-m", f"recipes.{method}", "--config", str(path), "--model_name_or_path", str(model),
@@ -34,7 +37,7 @@ def test_one_step_of_each_7b_config_with_local_stand_ins(path, tiny_world, tiny_
     elif method in ("dpo", "orpo"):
         command += ["--dataset_name", str(tiny_pairs), *TRAINER_CPU, "--output_dir", str(out)]
     else:
-        command += ["--dataset_name", str(data), "--max_train_samples", "8", *TRAINER_CPU, "--output_dir", str(out)]
+        command += ["--dataset_name", str(data), *TRAINER_CPU, "--output_dir", str(out)]
     result = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
     if method == "pairs":

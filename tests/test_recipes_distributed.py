@@ -23,7 +23,7 @@ def test_two_processes_on_cpu_both_finish_and_one_adapter_is_saved(method, tiny_
     output = proc.stdout + proc.stderr
     assert proc.returncode == 0, output[-4000:]
     assert "[rank 0/2, backend gloo] finished" in output and "[rank 1/2, backend gloo] finished" in output
-    assert output.count("saved adapter to") == 1
+    assert output.count(f"{method.upper()} finished: 2 steps") == 1  # the summary: rank 0 only
     assert (out / "adapter_model.safetensors").exists() and not list(tmp_path.glob("*/rank*"))
 
 
