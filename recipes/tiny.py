@@ -116,6 +116,7 @@ def build(out: Path, settings: dict) -> dict:
         learning_rate=settings["learning_rate"], lr_scheduler_type="cosine", warmup_steps=20, weight_decay=0.0,
         max_length=settings["max_length"], logging_steps=25, save_strategy="no", report_to="none", bf16=False,
         seed=settings["seed"], use_cpu=not torch.cuda.is_available(), dataloader_num_workers=0,
+        activation_checkpointing=True,  # TRL's SFT default, under the name transformers 5 prefers
     )
     trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list([to_chat(r) for r in train]),
                          processing_class=tokenizer)
