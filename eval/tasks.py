@@ -80,11 +80,11 @@ def score(task: Task, rows: list[dict], completions: list[str]) -> list[tuple[fl
 
         return [(s or 0.0, extracted, reason) for s, extracted, reason in
                 check_answers(completions, [row[task.gold] for row in rows])]
-    from rewards.code import code_test_columns, program_for, run_tests
+    from rewards.code import code_test_columns, program_for, run_row_tests
 
-    columns = [code_test_columns(row) for row in rows]  # the same adapter as the recipes' (MBPP, HumanEval, tests)
-    results = run_tests(completions, *([c[key] for c in columns] for key in ("tests", "setup", "code_prefix")))
-    programs = [program_for(c, col["code_prefix"]) for c, col in zip(completions, columns, strict=True)]
+    results = run_row_tests(completions, rows)  # the same adapter as the recipes' (MBPP, HumanEval, tests)
+    programs = [program_for(c, code_test_columns(row)["code_prefix"]) for c, row in zip(completions, rows,
+                                                                                        strict=True)]
     # A problem is solved only when every test passes (as in the HumanEval/MBPP papers).
     return [(float(r.total > 0 and r.passed == r.total), program[:2000], f"{r.passed}/{r.total} tests, {r.status}")
             for r, program in zip(results, programs, strict=True)]

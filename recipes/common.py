@@ -78,7 +78,8 @@ def load_tokenizer(model_args: ModelConfig):
     return tokenizer
 
 
-# What `datasets`' builders decompress by themselves (fsspec infers it from the extension).
+# What `datasets`' builders decompress by themselves (fsspec infers it from the extension; .zst and .lz4 need the
+# zstandard / lz4 packages, which the pinned stack does not install).
 COMPRESSIONS = (".gz", ".bz2", ".xz", ".zst", ".lz4")
 
 
@@ -118,7 +119,7 @@ def load_data(name: str, split: str = "train", config: str | None = None, requir
         files = sorted(p for p in path.iterdir() if local_format(p)) if path.is_dir() else [path]
         if not files:
             raise MissingDataFile(f"dataset directory {name} holds no {'/'.join(LOCAL_SUFFIXES)} file (optionally "
-                            f"compressed: {'/'.join(COMPRESSIONS)})")
+                                  f"compressed: {'/'.join(COMPRESSIONS)})")
         builder = local_format(files[0])
         if builder is None:
             raise DataError(f"dataset file {name}: unknown format; use {'/'.join(LOCAL_SUFFIXES)}, optionally "
@@ -220,8 +221,7 @@ def parse_config(parser):
     try:
         return parser.parse_args_and_config()
     except ValueError as error:
-        config = sys.argv[sys.argv.index("--config") + 1] if "--config" in sys.argv else "command line"
-        raise SystemExit(f"error in {config}: {error}") from error
+        raise SystemExit(f"error in {config or 'command line'}: {error}") from error
 
 
 def default_output_dir(method: str, profile: str) -> str:
@@ -462,7 +462,8 @@ def finish_run(trainer, method: str, output_dir: str, model_name: str, profile: 
     cost_path = out / "cost.json"
     cost = json.loads(cost_path.read_text()) if cost_path.is_file() else {}
     key = REWARD_KEYS[method]
-    first, last = first_last(reward_curve(out, key))
+    curve = reward_curve(out, key)
+    first, last = first_last(curve)
     plot = plot_runs([out], out / "metrics.png")
     task = eval_task_for(profile, reward_names)
     summary = {
@@ -473,8 +474,8 @@ def finish_run(trainer, method: str, output_dir: str, model_name: str, profile: 
         "next": [f"make eval MODEL={model_name} ADAPTER={out} TASK={task}", f"make plot RUN={out}"],
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    signal = (f"{key} {first:.3f} -> {last:.3f} (mean of the first and last fifth of {len(reward_curve(out, key))} "
-              "logged steps)" if first is not None else f"{key}: not logged")
+    signal = (f"{key} {first:.3f} -> {last:.3f} (mean of the first and last fifth of {len(curve)} logged steps)"
+              if first is not None else f"{key}: not logged")
     memory = f"{summary['peak_memory_mb']:,.0f} MB ({summary['memory_measure']})" if cost else "not measured"
     print(f"\n{method.upper()} finished: {summary['steps']} steps in {summary['wall_seconds']:.0f} s "
           f"({summary['train_seconds'] or 0:.0f} s training)\n"

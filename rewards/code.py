@@ -51,17 +51,14 @@ def code_test_columns(row: dict) -> dict:
     ...               "prompt": "def inc(x):\n"})["tests"]
     'def check(candidate):\n    assert candidate(1) == 2\n\ncheck(inc)\n'
     """
-    style = code_test_style(row)
+    style = require_code_tests(row, "row")
     if style == "tests":
         return {"tests": row["tests"], "setup": row.get("setup") or "", "code_prefix": row.get("code_prefix") or ""}
     if style == "mbpp":
         return {"tests": list(row["test_list"]), "setup": row.get("test_setup_code") or "", "code_prefix": ""}
-    if style == "humaneval":
-        # completions may restate the whole function or give only its body after the signature in `prompt`
-        return {"tests": row["test"] + f"\ncheck({row['entry_point']})\n", "setup": "",
-                "code_prefix": row.get("prompt") if isinstance(row.get("prompt"), str) else ""}
-    raise ValueError(f"no code tests in columns {sorted(row)}: expected one of "
-                     + "; ".join(" + ".join(cols) for cols in TEST_COLUMN_STYLES.values()))
+    # humaneval: completions may restate the whole function or give only its body after the signature in `prompt`
+    return {"tests": row["test"] + f"\ncheck({row['entry_point']})\n", "setup": "",
+            "code_prefix": row.get("prompt") if isinstance(row.get("prompt"), str) else ""}
 
 
 def require_code_tests(columns, source: str) -> str:
@@ -85,6 +82,12 @@ def program_for(completion, code_prefix: str = "") -> str:
 def _defines_the_same_function(program: str, code_prefix: str) -> bool:
     names = re.findall(r"^def (\w+)", code_prefix, re.MULTILINE)
     return not names or f"def {names[-1]}" in program
+
+
+def run_row_tests(completions, rows: list[dict]) -> list[RunResult]:
+    """`run_tests` for rows in any of TEST_COLUMN_STYLES, each mapped through `code_test_columns`."""
+    columns = [code_test_columns(row) for row in rows]
+    return run_tests(completions, *([c[key] for c in columns] for key in ("tests", "setup", "code_prefix")))
 
 
 def run_tests(completions, tests, setup=None, code_prefix=None) -> list[RunResult]:
@@ -111,8 +114,7 @@ def code_tests(completions, tests=None, setup=None, code_prefix=None, **columns)
     """
     if tests is None:
         rows = [dict(zip(columns, values, strict=True)) for values in zip(*columns.values(), strict=True)]
-        mapped = [code_test_columns(row) for row in rows]
-        tests, setup, code_prefix = ([m[key] for m in mapped] for key in ("tests", "setup", "code_prefix"))
+        return [result.fraction for result in run_row_tests(completions, rows)]
     return [result.fraction for result in run_tests(completions, tests, setup, code_prefix)]
 
 

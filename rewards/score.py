@@ -29,10 +29,9 @@ def explain(name: str, rows: list[dict]) -> list[tuple[float | None, str]]:
         return [(score, f"{reason}: extracted {extracted!r}") for score, extracted, reason in
                 check_answers(completions, [r["answer"] for r in rows])]
     if name == "code_tests":
-        from rewards.code import code_test_columns, extract_program, run_tests
+        from rewards.code import extract_program, run_row_tests
 
-        columns = [code_test_columns(r) for r in rows]
-        results = run_tests(completions, *([c[key] for c in columns] for key in ("tests", "setup", "code_prefix")))
+        results = run_row_tests(completions, rows)
         return [(res.fraction, f"{res.passed}/{res.total} tests, {res.status}; program starts "
                  f"{extract_program(completion_text(c))[:60]!r}" + (f"; stderr {res.stderr[-200:]!r}"
                                                                      if res.stderr else ""))
@@ -43,15 +42,13 @@ def explain(name: str, rows: list[dict]) -> list[tuple[float | None, str]]:
 
 
 def read_lines(path: str) -> list[str]:
-    """The lines of a text file as distributed: plain, or .gz / .bz2 / .xz compressed."""
-    import bz2
-    import gzip
-    import lzma
+    """The lines of a text file as distributed, compressed or not: decompressed by the extension through fsspec,
+    as `datasets` does for the recipes and eval, so the same files load everywhere."""
+    import fsspec
 
-    opener = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}.get(Path(path).suffix, open)
     if not Path(path).is_file():
         raise UserError(f"no file {path}")
-    with opener(path, "rt") as fh:
+    with fsspec.open(path, "rt", compression="infer") as fh:
         return fh.read().splitlines()
 
 

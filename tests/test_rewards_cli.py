@@ -29,3 +29,16 @@ def test_one_line_error_without_traceback(tiny_world, tiny_pairs, command, messa
     assert "Traceback" not in result.stderr + result.stdout
     last = [line for line in result.stderr.splitlines() if not line.startswith("make")][-1]
     assert message in last, result.stderr[-2000:]
+
+
+def test_make_score_reads_compressed_files(tmp_path):
+    import bz2
+    import gzip
+
+    rows = b'{"completion": "#### 4", "answer": "#### 4"}\n{"completion": "#### 5", "answer": "#### 4"}\n'
+    for name, data in (("s.jsonl.gz", gzip.compress(rows)), ("s.jsonl.bz2", bz2.compress(rows))):
+        (tmp_path / name).write_bytes(data)
+        result = subprocess.run(["make", "score", f"FILE={tmp_path / name}", "REWARDS=math_accuracy"], cwd=REPO_ROOT,
+                                capture_output=True, text=True, timeout=300)
+        assert result.returncode == 0, result.stderr[-2000:]
+        assert "math_accuracy: mean 0.500 over 2/2" in result.stdout
