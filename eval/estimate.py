@@ -206,18 +206,40 @@ def _lora_params(arch: Architecture, settings: Settings) -> int:
     return sum(settings.lora_r * (i + o) for i, o in chosen)
 
 
-def _activations(arch: Architecture, sequences: int, length: int, settings: Settings, e: int) -> float:
-    """Bytes kept for backward by one model over `sequences` x `length` tokens."""
-    tokens = sequences * length
-    # one decoder layer's tensors saved for backward: two norm outputs, q/k/v, attention output, o_proj output,
-    # gate/up projections, their product, down_proj output, and each LoRA A output (fp32, rank r)
-    per_layer = tokens * e * (2 * arch.hidden + arch.heads * arch.head_dim * 2 + 2 * arch.kv_heads * arch.head_dim
-                              + arch.hidden + 3 * arch.intermediate + arch.hidden)
-    per_layer += tokens * 4 * settings.lora_r * 7
-    largest_matrix = max(i * o for _, i, o in arch.quantized) * e  # dequantized for one matmul at a time
-    if settings.gradient_checkpointing:
-        return arch.layers * tokens * arch.hidden * e + per_layer + largest_matrix
-    return arch.layers * per_layer + largest_matrix
+# What one decoder layer keeps for backward, per token, as (count in the compute dtype, count in fp32) of vectors of
+# each width. Read off the live tensors of each trainer's real step (make bench-memory, bf16 compute, TRL 1.12,
+# transformers 5.24, peft 0.21): the RMSNorms keep an fp32 copy of their input; GRPO keeps LoRA dropout's outputs and
+# masks (TRL disables dropout for the others); PPO and ORPO train fp32 LoRA adapters, so every adapter input is
+# cast (PPO to fp32; ORPO's hidden states are fp32 and cast down for the 4-bit matmuls); padded pairs (DPO) take
+# the attention path that repeats K/V to every head.
+LAYER_VECTORS = {
+    "grpo": {"hidden": (11.5, 2), "intermediate": (5, 0), "attention": (2, 0), "kv": (2, 0), "lora": (7, 0)},
+    "ppo": {"hidden": (0, 8), "intermediate": (3, 1), "attention": (2, 0), "kv": (2, 0), "lora": (0, 7)},
+    "dpo": {"hidden": (2, 2), "intermediate": (4, 0), "attention": (4, 0), "kv": (0, 0), "lora": (7, 0)},
+    "orpo": {"hidden": (6, 2), "intermediate": (1, 3), "attention": (4, 0), "kv": (0, 0), "lora": (7, 0)},
+}
+
+
+def _layer_bytes_per_token(arch: Architecture, settings: Settings, e: int) -> float:
+    widths = {"hidden": arch.hidden, "intermediate": arch.intermediate, "attention": arch.heads * arch.head_dim,
+              "kv": arch.kv_heads * arch.head_dim, "lora": settings.lora_r}
+    return sum(widths[w] * (n_compute * e + n_fp32 * 4) for w, (n_compute, n_fp32)
+               in LAYER_VECTORS[settings.method].items())
+
+
+def _logits_bytes(arch: Architecture, settings: Settings, sequences: int, e: int) -> float:
+    """The language-model head's output and its copies at their peak (the start of backward). GRPO, DPO and ORPO:
+    four fp32 copies (accelerate's fp32 output conversion under bf16 autocast, the gradient of TRL's gather as
+    zeros + scatter_add, and the stacked gradient of its per-row logsumexp); ORPO also keeps the chosen half's
+    log-softmax for its NLL term. PPO's own forward keeps the logits and two gradient buffers in the compute dtype
+    over the whole sequence and the temperature-scaled response logits twice. GRPO scores only the completion."""
+    length = settings.prompt_length + settings.completion_length
+    if settings.method == "grpo":
+        return sequences * settings.completion_length * arch.vocab * 16
+    if settings.method == "ppo":
+        return sequences * arch.vocab * (3 * e * length + 2 * e * settings.completion_length)
+    per_token = 16 + (2 if settings.method == "orpo" else 0)  # ORPO: 4 bytes over the chosen half
+    return sequences * length * arch.vocab * per_token
 
 
 def estimate(arch: Architecture, settings: Settings) -> dict[str, float]:
@@ -228,29 +250,36 @@ def estimate(arch: Architecture, settings: Settings) -> dict[str, float]:
     quantized = sum(quantized_bytes(i * o, settings.nested_quant) for _, i, o in arch.quantized)
     weights = quantized + arch.other_params * e
     lora = _lora_params(arch, settings)
+    models = 2 if settings.method == "ppo" else 1  # PPO's critic runs forward and backward with the policy
+    critic_trainable = lora + arch.hidden if models == 2 else 0  # its own LoRA on the same targets, the scalar head
     optimizer_per_param = OPTIMIZER_BYTES[settings.optimizer]
     length = settings.prompt_length + settings.completion_length
-    out = {"weights_gb": weights, "lora_gb": 4 * lora, "gradients_gb": 4 * lora,
-           "optimizer_gb": optimizer_per_param * lora}
     sequences = settings.micro_batch * (2 if settings.method in ("dpo", "orpo") else 1)
-    out["activations_gb"] = _activations(arch, sequences, length, settings, e)
-    # GRPO scores only the completion tokens (logits_to_keep); the others run the head over the whole sequence.
-    scored = settings.completion_length if settings.method == "grpo" else length
-    out["logits_gb"] = sequences * scored * arch.vocab * (2 * e + 4)
+    tokens = sequences * length
+    out = {"weights_gb": weights, "lora_gb": 4 * lora, "gradients_gb": 4 * (lora + critic_trainable),
+           "optimizer_gb": optimizer_per_param * (lora + critic_trainable)}
+    out["critic_weights_gb"] = (weights - arch.lm_head_params * e + arch.hidden * e + 4 * critic_trainable
+                                if models == 2 else 0.0)
+    # PPO keeps the rollout's fp32 logits (rollout batch x response x vocabulary) through its training epochs.
+    out["rollout_buffer_gb"] = (settings.generation_batch * settings.completion_length * arch.vocab * 4
+                                if settings.method == "ppo" else 0.0)
+    layer = tokens * _layer_bytes_per_token(arch, settings, e)
+    out["logits_gb"] = _logits_bytes(arch, settings, sequences, e)
+    if settings.gradient_checkpointing:
+        # each layer's input is kept; backward recomputes one layer at a time, after the logits are freed
+        saved = models * arch.layers * tokens * arch.hidden * e
+        out["activations_gb"] = saved + layer
+        transient = saved + max(out["logits_gb"], layer)
+    else:
+        out["activations_gb"] = models * arch.layers * layer
+        transient = out["activations_gb"] + out["logits_gb"]
     kv_per_token = 2 * arch.layers * arch.kv_heads * arch.head_dim * e
     out["kv_cache_gb"] = settings.generation_batch * length * kv_per_token
-    out["value_model_gb"] = 0.0
-    out["reference_pass_gb"] = 0.0
-    if settings.method == "ppo":
-        critic_trainable = lora + arch.hidden  # its own LoRA on the same targets, and the scalar head
-        out["value_model_gb"] = (weights - arch.lm_head_params * e + arch.hidden * e
-                                 + (8 + optimizer_per_param) * critic_trainable
-                                 + _activations(arch, sequences, length, settings, e))
-    if settings.method == "dpo":
-        out["reference_pass_gb"] = sequences * length * arch.vocab * e
-    static = out["weights_gb"] + out["lora_gb"] + out["gradients_gb"] + out["optimizer_gb"] + out["value_model_gb"]
-    out["total_gb"] = static + max(out["activations_gb"] + out["logits_gb"], out["kv_cache_gb"],
-                                   out["reference_pass_gb"])
+    # DPO's reference: a no-grad forward with the adapter off, before the policy's; its fp32 logits are its peak
+    out["reference_pass_gb"] = tokens * arch.vocab * (4 + e) if settings.method == "dpo" else 0.0
+    static = sum(out[k] for k in ("weights_gb", "lora_gb", "gradients_gb", "optimizer_gb", "critic_weights_gb",
+                                  "rollout_buffer_gb"))
+    out["total_gb"] = static + max(transient, out["kv_cache_gb"], out["reference_pass_gb"])
     return {key: value / GB for key, value in out.items()}
 
 

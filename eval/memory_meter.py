@@ -3,7 +3,8 @@
 
 `LiveTensorMeter` is a `TorchDispatchMode`: every tensor an operator returns inside it has its storage counted once
 (by the storage's identity), and a `weakref.finalize` on that storage takes its bytes off again when it is freed;
-the meter keeps the peak. Tensors that exist before it starts (the loaded model, say) are added with `track`.
+the meter keeps the peak. Tensors that exist before it starts (the loaded model, say) are added with `track`; `model_tensors` lists a model's
+parameters, buffers and bitsandbytes' quantization constants (which are neither).
 So the 4-bit weights, LoRA, gradients, optimizer state, activations, logits and their copies are counted exactly
 as the trainers create them, which the estimator (`eval.estimate`) is checked against.
 
@@ -26,6 +27,18 @@ import weakref
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
+
+
+def model_tensors(model) -> list[torch.Tensor]:
+    """A model's parameters and buffers, and the quantization state bitsandbytes keeps beside each 4-bit weight."""
+    tensors = [*model.parameters(), *model.buffers()]
+    for param in model.parameters():
+        state = getattr(param, "quant_state", None)
+        if state is not None:
+            tensors += [state.absmax, state.code]
+            if state.nested:
+                tensors += [state.state2.absmax, state.state2.code, state.offset]
+    return [t for t in tensors if isinstance(t, torch.Tensor)]
 
 
 class LiveTensorMeter(TorchDispatchMode):

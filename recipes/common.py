@@ -357,10 +357,11 @@ def run_callbacks(output_dir: str, measure_tensors: bool = False) -> list:
         def on_train_begin(self, args, state, control, model=None, **kwargs):
             self.meter = None
             if measure_tensors:  # the bytes of live tensors, as max_memory_allocated counts them on a GPU
-                from eval.memory_meter import LiveTensorMeter
+                from eval.memory_meter import LiveTensorMeter, model_tensors
 
                 self.meter = LiveTensorMeter()
-                self.meter.track([*model.parameters(), *model.buffers()] if model else [])
+                self.meter.track(model_tensors(model) if model else [])
+                self.model_bytes, self.between_steps_bytes = self.meter.live_bytes, 0
                 self.meter.__enter__()
             self.start = time.time()
             REWARD_TIME.clear()
@@ -378,6 +379,10 @@ def run_callbacks(output_dir: str, measure_tensors: bool = False) -> list:
             except OSError:
                 self.measure = "peak RSS over the process's lifetime (ru_maxrss; VmHWM could not be reset)"
 
+        def on_step_end(self, args, state, control, **kwargs):
+            if self.meter is not None:  # what stays live from one step to the next: model + optimizer state
+                self.between_steps_bytes = max(self.between_steps_bytes, self.meter.live_bytes)
+
         def on_save(self, args, state, control, **kwargs):
             # when each checkpoint was taken, in training seconds: accuracy against compute (eval.comparison)
             if state.is_world_process_zero:
@@ -391,6 +396,10 @@ def run_callbacks(output_dir: str, measure_tensors: bool = False) -> list:
                       "trainable_params": self.trainable, "models_in_memory": self.bases,
                       "reward_time": {name: dict(spent) for name, spent in REWARD_TIME.items()},
                       "peak_tensor_mb": self.meter.peak_bytes / 2**20 if self.meter else None}
+            if self.meter is not None:
+                record["tensor_mb"] = {"model": self.model_bytes / 2**20,
+                                       "between_steps": self.between_steps_bytes / 2**20,
+                                       "peak": self.meter.peak_bytes / 2**20}
             if torch.cuda.is_available():
                 record |= {"peak_memory_mb": torch.cuda.max_memory_allocated() / 2**20,
                            "measure": "torch.cuda.max_memory_allocated", "device": torch.cuda.get_device_name()}

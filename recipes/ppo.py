@@ -236,13 +236,18 @@ def main(script_args: ScriptArguments, training_args: PPOConfig, model_args: Mod
         per_update = (training_args.per_device_train_batch_size * training_args.gradient_accumulation_steps
                       * training_args.num_mini_batches)
         training_args.total_episodes = training_args.max_steps * per_update
-    policy = common.load_model(model_args, AutoModelForCausalLM)
+    # The adapter goes on here, not through PPOTrainer's peft_config: with bf16 and a 4-bit base TRL then casts the
+    # norms to fp32 but leaves lm_head in bf16, and generation (outside autocast) fails on the dtype mismatch.
+    policy = get_peft_model(common.load_model(model_args, AutoModelForCausalLM), get_peft_config(model_args))
     value_model = load_value_model(model_args)
+    if training_args.activation_checkpointing:  # PPOTrainer's own loop never turns it on, for either model
+        for model in (policy.get_base_model(), value_model):
+            model.activation_checkpointing_enable(training_args.activation_checkpointing_kwargs)
 
     # ----- trainer -----
     trainer = ResumablePPOTrainer(
         args=training_args, processing_class=tokenizer, model=policy, ref_model=None, reward_model=reward_model,
-        value_model=value_model, train_dataset=train_dataset, peft_config=get_peft_config(model_args),
+        value_model=value_model, train_dataset=train_dataset,
         callbacks=common.run_callbacks(training_args.output_dir, script_args.measure_tensor_memory),
         resume_from=resume,
     )
