@@ -7,15 +7,18 @@ Usage:
 Builds the model from its shipped config.json with random weights (bf16, written once under --work), and runs
 `--steps` optimizer steps of each method in its own process with the 7B profile's settings
 (`recipes/configs/7b/<method>.yaml`: 4-bit NF4 base + LoRA, micro-batches, k, lengths), loading that model in
-4-bit as the recipes do. No hub: prompts are the GSM8K sample in tests/fixtures, the tokenizer is a BPE trained on
-them (the real one cannot be downloaded), and DPO/ORPO pairs are the gold solution against a wrong one.
-Reports per method: peak GPU memory (torch.cuda.max_memory_allocated, model load excluded), seconds per step,
+4-bit as the recipes do. No hub: the prompt is one GSM8K question (tests/fixtures) repeated, the tokenizer is a BPE
+trained on the fixture (the real one cannot be downloaded), and the DPO/ORPO pair is its gold solution against a
+wrong one, so every sequence length is known (random weights never stop early: completions run to their limit).
+Reports per method: peak GPU memory (torch.cuda.max_memory_allocated since training began, the model included)
+next to `eval.estimate`'s figure for exactly those settings and lengths, and the estimate's error; seconds per step,
 samples per second, and generation tokens per second (transformers generate in 4-bit, k=8 completions of the
 configured length). Writes <out>/summary.json in `make compare`'s schema (accuracy fields null: the weights are
 random) and summary.md. Without CUDA it stops at once, naming the missing GPU.
 """
 
 import argparse
+import dataclasses
 import json
 import subprocess
 import sys
@@ -25,7 +28,8 @@ from pathlib import Path
 from eval.comparison import HOLDS, METHODS, samples_trained
 from rewards._cli import one_line_errors
 
-FIXTURE = Path("tests/fixtures/gsm8k_sample.jsonl")
+REPO_ROOT = Path(__file__).resolve().parent.parent
+FIXTURE = REPO_ROOT / "tests" / "fixtures" / "gsm8k_sample.jsonl"
 
 
 def require_cuda() -> None:
@@ -63,19 +67,18 @@ def build_random_model(model: str, work: Path) -> Path:
     return out
 
 
-def write_data(work: Path) -> tuple[Path, Path]:
-    rows = [json.loads(line) for line in FIXTURE.read_text().splitlines()]
-    prompts = work / "prompts.jsonl"
-    prompts.write_text("".join(json.dumps({"question": r["question"], "answer": r["answer"]}) + "\n" for r in rows))
-    pairs = work / "pairs.jsonl"
-    with open(pairs, "w") as fh:
-        for r in rows:
-            gold = r["answer"].rsplit("#### ", 1)[1].strip()
-            wrong = r["answer"].rsplit("#### ", 1)[0] + f"#### {gold}1"
-            fh.write(json.dumps({"prompt": [{"role": "user", "content": r["question"]}],
-                                 "chosen": [{"role": "assistant", "content": r["answer"]}],
-                                 "rejected": [{"role": "assistant", "content": wrong}]}) + "\n")
-    return prompts, pairs
+def estimated_mb(method: str, arch, lengths: dict) -> float:
+    """`eval.estimate` for a bench-gpu run: the 7B config as written, with the run's exact prompt and pair lengths
+    (a pair is cut at the config's max_length, as the trainer cuts it)."""
+    from eval.estimate import GB, estimate, settings_from_config
+
+    config = REPO_ROOT / "recipes" / "configs" / "7b" / f"{method}.yaml"
+    settings = settings_from_config(method, config, lengths["prompt"])
+    if method in ("dpo", "orpo"):
+        total = min(lengths["pair"], settings.prompt_length + settings.completion_length)
+        settings = dataclasses.replace(settings, prompt_length=lengths["pair_prompt"],
+                                       completion_length=total - lengths["pair_prompt"])
+    return estimate(arch, settings)["total_gb"] * GB / 2**20
 
 
 def generation_tokens_per_second(model_dir: Path, k: int, new_tokens: int) -> float:
@@ -115,6 +118,8 @@ def main(argv=None):
     import torch
     import yaml
 
+    from eval.estimate import architecture, resolve_model_config
+    from eval.memory_check import write_data
     from recipes.common import library_versions
 
     work, out = Path(args.work), Path(args.out)
@@ -122,8 +127,10 @@ def main(argv=None):
     out.mkdir(parents=True, exist_ok=True)
     start = time.time()
     model_dir = build_random_model(args.model, work)
-    prompts, pairs = write_data(work)
-    grpo_config = yaml.safe_load(Path("recipes/configs/7b/grpo.yaml").read_text())
+    grpo_config = yaml.safe_load((REPO_ROOT / "recipes/configs/7b/grpo.yaml").read_text())
+    lengths = write_data(work, model_dir, grpo_config["system_prompt"])
+    prompts, pairs = work / "prompts.jsonl", work / "pairs.jsonl"
+    arch = architecture(resolve_model_config(args.model))
     tokens_per_second = generation_tokens_per_second(model_dir, grpo_config["num_generations"],
                                                      grpo_config["max_completion_length"])
     records = []
@@ -138,28 +145,33 @@ def main(argv=None):
             raise SystemExit(f"{method} failed:\n{result.stdout[-2000:]}\n{result.stderr[-3000:]}")
         cost = json.loads((run_dir / "cost.json").read_text())
         samples = samples_trained(method, run_dir, cost["train_steps"])
+        estimate_mb = estimated_mb(method, arch, lengths)
+        error = (estimate_mb - cost["peak_memory_mb"]) / cost["peak_memory_mb"]
         records.append({
             "method": method, "accuracy": None, "accuracy_ci95": None, "peak_memory_mb": cost["peak_memory_mb"],
             "memory_measure": cost["measure"], "train_seconds": cost["train_seconds"],
             "seconds_per_step": cost["train_seconds"] / cost["train_steps"], "train_steps": cost["train_steps"],
             "samples_per_second": samples / cost["train_seconds"], "samples": samples,
+            "estimated_memory_mb": estimate_mb, "estimate_error": error,
             "models_in_memory": cost["models_in_memory"], "holds": HOLDS[method],
             "trainable_params": cost["trainable_params"], "reward_first": None, "reward_last": None,
             "completion_length_mean": None,
             "generation_tokens_per_second": tokens_per_second if method in ("grpo", "ppo") else None})
-        print(f"{method:>5}: peak {cost['peak_memory_mb'] / 1024:.2f} GB, "
-              f"{records[-1]['seconds_per_step']:.1f} s/step", flush=True)
+        print(f"{method:>5}: max_memory_allocated {cost['peak_memory_mb'] / 1024:.2f} GB, estimated "
+              f"{estimate_mb / 1024:.2f} GB, error {error:+.1%}; {records[-1]['seconds_per_step']:.1f} s/step",
+              flush=True)
     settings = {"model": args.model, "device": torch.cuda.get_device_name(), "steps": args.steps,
                 "generation_tokens_per_second": tokens_per_second, "versions": library_versions(),
                 "seconds": round(time.time() - start, 1), "weights": "random (architecture from config.json)"}
     (out / "summary.json").write_text(json.dumps(records, indent=2) + "\n")
     (out / "settings.json").write_text(json.dumps(settings, indent=2) + "\n")
     lines = [f"# GPU benchmark: {args.model} in 4-bit + LoRA, {settings['device']}", "",
-             "| method | peak GB (measured) | s/step | samples/s | generation tokens/s | models |",
-             "|---|---|---|---|---|---|"]
+             "| method | max_memory_allocated GB | estimated GB | error | s/step | samples/s | generation tokens/s "
+             "| models |", "|---|---|---|---|---|---|---|---|"]
     for r in records:
         gen = "" if r["generation_tokens_per_second"] is None else f"{r['generation_tokens_per_second']:.0f}"
-        lines.append(f"| {r['method']} | {r['peak_memory_mb'] / 1024:.2f} | {r['seconds_per_step']:.1f} "
+        lines.append(f"| {r['method']} | {r['peak_memory_mb'] / 1024:.2f} | {r['estimated_memory_mb'] / 1024:.2f} "
+                     f"| {r['estimate_error']:+.1%} | {r['seconds_per_step']:.1f} "
                      f"| {r['samples_per_second']:.2f} | {gen} | {r['models_in_memory']} |")
     (out / "summary.md").write_text("\n".join(lines + ["", "```json", json.dumps(settings, indent=2), "```", ""]))
     print((out / "summary.md").read_text())

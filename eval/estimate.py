@@ -13,20 +13,27 @@ targets, optimizer, gradient checkpointing, compute dtype), falling back to TRL'
 Components, in GB (2**30 bytes), per process:
   weights_gb        base model: 4-bit NF4 linear layers (packed weights + quantization constants, nested or not),
                     everything else (embeddings, lm_head, norms, biases) in the compute dtype
-  lora_gb           LoRA A/B matrices (fp32: PEFT upcasts adapters on a quantized base)
-  gradients_gb      one fp32 gradient per trainable parameter
+  lora_gb           LoRA A/B matrices: fp32 (PEFT upcasts adapters on a quantized base), except that TRL's GRPO and DPO
+                    cast them to the compute dtype
+  gradients_gb      one gradient per trainable parameter, in its dtype (policy and PPO's critic)
   optimizer_gb      AdamW state: 8 bytes per trainable parameter, 2 for the 8-bit optimizers
-  activations_gb    saved for backward: each layer's input with gradient checkpointing plus one layer's working set
-                    (all layers' working sets without it), plus one dequantized weight matrix
-  logits_gb         the language-model head's output over the scored tokens: logits and their gradient in the
-                    compute dtype plus one fp32 working copy (log-softmax)
-  kv_cache_gb       generation (GRPO: the whole generation batch of k completions per prompt; PPO: its rollout batch)
-  value_model_gb    PPO only: the critic, a second 4-bit base of the same size with its own LoRA, gradients,
-                    optimizer state and activations
+  critic_weights_gb PPO only: the critic, a second 4-bit base of the same size with its own LoRA and a scalar head
+  rollout_buffer_gb PPO only: the rollout's fp32 logits (rollout batch x response x vocabulary), kept for its epochs
+  activations_gb    saved for backward, per model that trains (PPO: two): with activation checkpointing each layer's
+                    input plus one layer's working set during its recompute; without it every layer's working set
+                    (per-method vector counts in LAYER_VECTORS, read off the measured tensors)
+  logits_gb         the language-model head's output and its copies at the start of backward (_logits_bytes)
+  kv_cache_gb       generation (GRPO: the whole generation batch of k completions per prompt; PPO: one forward
+                    batch of its rollout)
   reference_pass_gb DPO only: the no-grad forward of the reference (the same base with the adapter off) over the
                     chosen and rejected sequences; it runs before the policy's forward, so it does not add to it
-  total_gb          weights + lora + gradients + optimizer + value model
-                    + max(activations + logits, kv_cache, reference_pass)   (the phases do not overlap)
+  total_gb          weights + lora + gradients + optimizer + critic + rollout buffer
+                    + max(training transient, kv_cache, reference_pass)   (the phases do not overlap), where the
+                    training transient is checkpointed inputs + max(logits, one layer) with checkpointing and
+                    activations + logits without
+Validated against the live-tensor peak of the real recipes (make bench-memory, results/memory/validation.json):
+bf16 compute, at two model sizes, checkpointing on and off. For fp32 compute the counts are the same tensors at 4
+bytes, which is not separately validated.
 What the estimate leaves out: the CUDA context (~0.5 GB, not counted by torch.cuda.max_memory_allocated), allocator
 fragmentation, and a vLLM server's memory. "fits" adds 10% + 0.5 GB to the total for those.
 """
@@ -149,6 +156,7 @@ class Settings:
     prompt_length: int
     completion_length: int
     generation_batch: int = 0  # sequences generated at once (GRPO, PPO)
+    rollout_batch: int = 0  # PPO: sequences per rollout, whose logits it keeps through its epochs
     dtype: str = "bfloat16"
     nested_quant: bool = True
     lora_r: int = 16
@@ -193,7 +201,8 @@ def settings_from_config(method: str, path: Path, prompt_length: int = PROMPT_TO
     if method == "ppo":
         rollout = get("per_device_train_batch_size") * grad_accum * get("num_mini_batches")
         return Settings(method, get("per_device_train_batch_size"), prompt_length, get("response_length"),
-                        generation_batch=min(rollout, get("local_rollout_forward_batch_size")), **common)
+                        generation_batch=min(rollout, get("local_rollout_forward_batch_size")),
+                        rollout_batch=rollout, **common)
     max_length = get("max_length") or 1024
     return Settings(method, get("per_device_train_batch_size"), max_length // 2, max_length - max_length // 2,
                     **common)
@@ -256,12 +265,15 @@ def estimate(arch: Architecture, settings: Settings) -> dict[str, float]:
     length = settings.prompt_length + settings.completion_length
     sequences = settings.micro_batch * (2 if settings.method in ("dpo", "orpo") else 1)
     tokens = sequences * length
-    out = {"weights_gb": weights, "lora_gb": 4 * lora, "gradients_gb": 4 * (lora + critic_trainable),
+    # TRL's GRPO and DPO cast the adapters to the compute dtype under bf16; PPO's and ORPO's stay in PEFT's fp32.
+    lora_bytes = e if settings.method in ("grpo", "dpo") else 4
+    out = {"weights_gb": weights, "lora_gb": lora_bytes * lora,
+           "gradients_gb": lora_bytes * lora + 4 * critic_trainable,
            "optimizer_gb": optimizer_per_param * (lora + critic_trainable)}
     out["critic_weights_gb"] = (weights - arch.lm_head_params * e + arch.hidden * e + 4 * critic_trainable
                                 if models == 2 else 0.0)
     # PPO keeps the rollout's fp32 logits (rollout batch x response x vocabulary) through its training epochs.
-    out["rollout_buffer_gb"] = (settings.generation_batch * settings.completion_length * arch.vocab * 4
+    out["rollout_buffer_gb"] = (settings.rollout_batch * settings.completion_length * arch.vocab * 4
                                 if settings.method == "ppo" else 0.0)
     layer = tokens * _layer_bytes_per_token(arch, settings, e)
     out["logits_gb"] = _logits_bytes(arch, settings, sequences, e)

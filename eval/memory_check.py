@@ -112,8 +112,9 @@ def estimator_settings(method: str, lengths: dict, checkpointing: bool):
         return dataclasses.replace(settings, completion_length=COMPLETION_TOKENS,
                                    generation_batch=settings.micro_batch, **common)
     if method == "ppo":
-        return dataclasses.replace(settings, completion_length=COMPLETION_TOKENS,
-                                   generation_batch=values["per_device_train_batch_size"], **common)
+        batch = values["per_device_train_batch_size"]  # one micro-batch per step: the rollout is one too
+        return dataclasses.replace(settings, completion_length=COMPLETION_TOKENS, generation_batch=batch,
+                                   rollout_batch=batch, **common)
     return dataclasses.replace(settings, prompt_length=lengths["pair_prompt"],
                                completion_length=lengths["pair"] - lengths["pair_prompt"], **common)
 

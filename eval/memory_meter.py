@@ -3,8 +3,8 @@
 
 `LiveTensorMeter` is a `TorchDispatchMode`: every tensor an operator returns inside it has its storage counted once
 (by the storage's identity), and a `weakref.finalize` on that storage takes its bytes off again when it is freed;
-the meter keeps the peak. Tensors that exist before it starts (the loaded model, say) are added with `track`; `model_tensors` lists a model's
-parameters, buffers and bitsandbytes' quantization constants (which are neither).
+the meter keeps the peak. Tensors that exist before it starts (the loaded model, say) are added with `track`;
+`model_tensors` lists a model's parameters, buffers and bitsandbytes' quantization constants (which are neither).
 So the 4-bit weights, LoRA, gradients, optimizer state, activations, logits and their copies are counted exactly
 as the trainers create them, which the estimator (`eval.estimate`) is checked against.
 

@@ -402,6 +402,7 @@ def run_callbacks(output_dir: str, measure_tensors: bool = False) -> list:
                                        "peak": self.meter.peak_bytes / 2**20}
             if torch.cuda.is_available():
                 record |= {"peak_memory_mb": torch.cuda.max_memory_allocated() / 2**20,
+                           "max_memory_allocated_mb": torch.cuda.max_memory_allocated() / 2**20,
                            "measure": "torch.cuda.max_memory_allocated", "device": torch.cuda.get_device_name()}
             else:
                 import resource

@@ -21,7 +21,7 @@ SMALL = {"vocab_size": 100, "hidden_size": 64, "intermediate_size": 128, "num_hi
 
 def small_settings(method: str, **overrides) -> Settings:
     values = {"method": method, "micro_batch": 4, "prompt_length": 8, "completion_length": 8, "generation_batch": 8,
-              "dtype": "float32", "nested_quant": False, "lora_r": 8, "optimizer": "adamw_torch",
+              "rollout_batch": 8, "dtype": "float32", "nested_quant": False, "lora_r": 8, "optimizer": "adamw_torch",
               "gradient_checkpointing": True}
     return Settings(**{**values, **overrides})
 
@@ -46,25 +46,36 @@ def test_component_arithmetic_matches_hand_computed_bytes():
     assert grpo["optimizer_gb"] == 8 * lora  # AdamW: two fp32 moments
 
     tokens = 4 * 16  # micro-batch 4 x (8 prompt + 8 completion tokens)
-    # one layer's working set: norms 2x64, q 64, attention output 64, k/v 2x32, o_proj 64, gate/up/product 3x128,
-    # down_proj 64 values per token, and 7 LoRA A outputs of rank 8
-    one_layer = tokens * 4 * (128 + 64 + 64 + 64 + 64 + 384 + 64) + tokens * 4 * 8 * 7
+    # GRPO's layer per token, fp32: 13.5 hidden-wide vectors (LoRA dropout outputs and masks, the norms' copies),
+    # 5 MLP-wide, q and the attention output, k and v (2 heads of 16), 7 LoRA A outputs of rank 8
+    one_layer = tokens * 4 * (13.5 * 64 + 5 * 128 + 2 * 64 + 2 * 32 + 7 * 8)
     checkpoints = 2 * tokens * 64 * 4  # each layer's input
-    largest_dequantized = 8192 * 4
-    assert grpo["activations_gb"] == checkpoints + one_layer + largest_dequantized == 292864
-    assert grpo["logits_gb"] == 4 * 8 * 100 * (4 + 4 + 4)  # completion tokens only: logits, gradient, fp32 copy
+    assert grpo["activations_gb"] == checkpoints + one_layer == 481280
+    assert grpo["logits_gb"] == 4 * 8 * 100 * 16  # completion tokens only, four fp32 copies
     assert grpo["kv_cache_gb"] == 8 * 16 * (2 * 2 * 2 * 16 * 4)  # 8 sequences x 16 tokens x K,V x layers x heads
-    assert grpo["value_model_gb"] == grpo["reference_pass_gb"] == 0
-    assert grpo["total_gb"] == pytest.approx(95872 + (4 + 4 + 8) * lora + 292864 + 38400) == 689280
+    assert grpo["critic_weights_gb"] == grpo["rollout_buffer_gb"] == grpo["reference_pass_gb"] == 0
+    # with checkpointing the logits are freed before the layers recompute: the larger of the two, not the sum
+    assert grpo["total_gb"] == pytest.approx(95872 + (4 + 4 + 8) * lora + checkpoints + max(one_layer, 51200))
+
+    no_checkpointing = {key: value * GB for key, value in
+                        estimate(arch, small_settings("grpo", gradient_checkpointing=False)).items()}
+    assert no_checkpointing["activations_gb"] == 2 * one_layer
+    assert no_checkpointing["total_gb"] == pytest.approx(95872 + 16 * lora + 2 * one_layer + 51200)
 
     ppo = {key: value * GB for key, value in estimate(arch, small_settings("ppo")).items()}
-    critic = 95872 - 6400 * 4 + 64 * 4 + (4 + 4 + 8) * (lora + 64) + 292864  # no lm_head, a 64->1 head
-    assert ppo["value_model_gb"] == pytest.approx(critic)
-    assert ppo["logits_gb"] == 4 * 16 * 100 * 12  # PPO's head runs over prompt and completion
+    critic_trainable = lora + 64  # its own LoRA and a 64 -> 1 head
+    assert ppo["critic_weights_gb"] == 95872 - 6400 * 4 + 64 * 4 + 4 * critic_trainable  # no lm_head
+    assert ppo["optimizer_gb"] == 8 * (lora + critic_trainable)
+    assert ppo["rollout_buffer_gb"] == 8 * 8 * 100 * 4  # rollout of 8 x 8 response tokens, fp32 logits
+    # the head over prompt and completion three times, the response's scaled logits twice
+    assert ppo["logits_gb"] == 4 * 100 * (3 * 4 * 16 + 2 * 4 * 8)
+    assert ppo["activations_gb"] == 2 * 2 * tokens * 64 * 4 + tokens * 4 * (8 * 64 + 4 * 128 + 2 * 64 + 2 * 32
+                                                                         + 7 * 8)
     assert ppo["total_gb"] > grpo["total_gb"]
 
     dpo = {key: value * GB for key, value in estimate(arch, small_settings("dpo", generation_batch=0)).items()}
-    assert dpo["reference_pass_gb"] == 8 * 16 * 100 * 4  # chosen + rejected, no gradient
+    assert dpo["reference_pass_gb"] == 8 * 16 * 100 * 8  # chosen + rejected, no gradient, fp32 logits + a copy
+    assert dpo["logits_gb"] == 8 * 16 * 100 * 16
     assert dpo["kv_cache_gb"] == 0
 
 
@@ -100,7 +111,7 @@ def test_json_interface_on_the_shipped_7b_config():
     # 7.6B parameters, 6.5B of them in 4-bit (~0.53 bytes each with constants), 1.09B embeddings/lm_head in bf16
     assert 4.5 < report["grpo"]["weights_gb"] < 6.0
     assert report["ppo"]["total_gb"] > report["grpo"]["total_gb"]  # the critic is a second base
-    assert report["ppo"]["value_model_gb"] > 0.9 * report["ppo"]["weights_gb"]
+    assert report["ppo"]["critic_weights_gb"] > 0.75 * report["ppo"]["weights_gb"]  # all but lm_head
 
 
 def test_unknown_model_file_fails_clearly():
