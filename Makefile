@@ -93,8 +93,9 @@ compare: install $(TINY_WORLD)
 sweep: install $(TINY_WORLD)
 	$(PY) -m eval.comparison --profile $(PROFILE) --sweep $(ARGS)
 
-# The estimator against measured peaks: 2 steps of each method on a random-init ~60M model on the CPU.
-bench-memory: install $(TINY)/world.json $(TINY)/pairs/train.jsonl
+# The estimator against live tensors on the real recipes: 4 methods x 2 model sizes x checkpointing on/off, the 7B
+# configs' settings, random-init models, ~8 min on 2 cores. ARGS=--publish writes results/memory/validation.json.
+bench-memory: install
 	$(PY) -m eval.memory_check $(ARGS)
 
 # Memory per method from a model config alone: MODEL=<short name | config.json | hub id> [GPU_GB=24] [k=8] [SEQ=512]

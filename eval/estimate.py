@@ -27,10 +27,10 @@ Components, in GB (2**30 bytes), per process:
                     batch of its rollout)
   reference_pass_gb DPO only: the no-grad forward of the reference (the same base with the adapter off) over the
                     chosen and rejected sequences; it runs before the policy's forward, so it does not add to it
-  total_gb          weights + lora + gradients + optimizer + critic + rollout buffer
+  total_gb          weights + lora + optimizer + critic + rollout buffer
                     + max(training transient, kv_cache, reference_pass)   (the phases do not overlap), where the
-                    training transient is checkpointed inputs + max(logits, one layer) with checkpointing and
-                    activations + logits without
+                    training transient, at the start of backward or in a layer's recompute, is checkpointed inputs
+                    + max(logits, one layer + gradients) with checkpointing, and activations + logits without
 Validated against the live-tensor peak of the real recipes (make bench-memory, results/memory/validation.json):
 bf16 compute, at two model sizes, checkpointing on and off. For fp32 compute the counts are the same tensors at 4
 bytes, which is not separately validated.
@@ -281,7 +281,8 @@ def estimate(arch: Architecture, settings: Settings) -> dict[str, float]:
         # each layer's input is kept; backward recomputes one layer at a time, after the logits are freed
         saved = models * arch.layers * tokens * arch.hidden * e
         out["activations_gb"] = saved + layer
-        transient = saved + max(out["logits_gb"], layer)
+        # the peak is the start of backward (logits) or a layer's recompute, by when the gradients exist
+        transient = saved + max(out["logits_gb"], layer + out["gradients_gb"])
     else:
         out["activations_gb"] = models * arch.layers * layer
         transient = out["activations_gb"] + out["logits_gb"]
@@ -289,8 +290,8 @@ def estimate(arch: Architecture, settings: Settings) -> dict[str, float]:
     out["kv_cache_gb"] = settings.generation_batch * length * kv_per_token
     # DPO's reference: a no-grad forward with the adapter off, before the policy's; its fp32 logits are its peak
     out["reference_pass_gb"] = tokens * arch.vocab * (4 + e) if settings.method == "dpo" else 0.0
-    static = sum(out[k] for k in ("weights_gb", "lora_gb", "gradients_gb", "optimizer_gb", "critic_weights_gb",
-                                  "rollout_buffer_gb"))
+    # gradients are not static: they are created during backward, after the logits' peak (`transient`)
+    static = sum(out[k] for k in ("weights_gb", "lora_gb", "optimizer_gb", "critic_weights_gb", "rollout_buffer_gb"))
     out["total_gb"] = static + max(transient, out["kv_cache_gb"], out["reference_pass_gb"])
     return {key: value / GB for key, value in out.items()}
 
