@@ -17,8 +17,9 @@ never stops early, so completions run to their limit.
 Per run it compares three measured parts with the estimate's: the model (4-bit bases, LoRA, PPO's critic: live
 when training starts), what stays live between steps (adds the optimizer state), and the peak. Writes
 <out>/validation.json (a list of records: method, model, settings, measured MB, estimated MB, relative error,
-parts) and prints a table; `--publish` also writes results/memory/validation.json, which the README's validation
-table and tests/test_eval_memory_check.py read.
+parts) and prints a table, then times the small GRPO run without the meter against the metered one
+(<out>/overhead.json: the meter's cost). `--publish` also writes results/memory/validation.json, which the
+README's validation table and tests/test_eval_memory_check.py read.
 """
 
 import argparse
@@ -170,6 +171,25 @@ def measure(size: str, methods, checkpointing_modes, work: Path) -> list[dict]:
     return records
 
 
+def meter_overhead(work: Path) -> dict:
+    """Training seconds of the small GRPO run with and without the meter, measured now, one after the other."""
+    hidden, layers, vocab = SIZES["small"]
+    model_dir = work / "model-small"
+    build_model(model_dir, hidden, layers, vocab)
+    seconds = {}
+    for metered in (False, True):
+        run_dir = work / f"overhead-{'metered' if metered else 'plain'}"
+        args = run_args("grpo", model_dir, work, run_dir, checkpointing=True)
+        args[args.index("--measure_tensor_memory") + 1] = str(metered).lower()
+        result = subprocess.run([sys.executable, "-m", "recipes.grpo", *args], capture_output=True, text=True,
+                                cwd=REPO_ROOT)
+        if result.returncode:
+            raise SystemExit(f"grpo (overhead) failed:\n{result.stderr[-3000:]}")
+        seconds[metered] = json.loads((run_dir / "cost.json").read_text())["train_seconds"]
+    return {"method": "grpo", "size": "small", "train_seconds_without_meter": round(seconds[False], 2),
+            "train_seconds_with_meter": round(seconds[True], 2), "ratio": round(seconds[True] / seconds[False], 2)}
+
+
 def table(records: list[dict]) -> str:
     """Markdown: method x size x checkpointing, measured live-tensor peak, estimate, error."""
     lines = ["| method | model | activation checkpointing | measured peak MB | estimated MB | error |",
@@ -188,6 +208,8 @@ def main(argv=None):
     parser.add_argument("--checkpointing", nargs="+", default=["on", "off"], choices=["on", "off"])
     parser.add_argument("--out", default="results/bench/memory")
     parser.add_argument("--publish", action="store_true", help=f"also write {PUBLISHED.relative_to(REPO_ROOT)}")
+    parser.add_argument("--overhead", action=argparse.BooleanOptionalAction, default=True,
+                        help="also time the small GRPO run without the meter (<out>/overhead.json)")
     one_line_errors()
     args = parser.parse_args(argv)
 
@@ -202,6 +224,11 @@ def main(argv=None):
         PUBLISHED.parent.mkdir(parents=True, exist_ok=True)
         PUBLISHED.write_text(text)
     print(table(records))
+    if args.overhead:
+        overhead = meter_overhead(out)
+        (out / "overhead.json").write_text(json.dumps(overhead, indent=2) + "\n")
+        print(f"the live-tensor meter's cost: {overhead['train_seconds_with_meter']} s of training with it, "
+              f"{overhead['train_seconds_without_meter']} s without ({overhead['ratio']}x)")
     worst = max(abs(r["error"]) for r in records)
     print(f"largest error {worst:.1%} over {len(records)} runs")
     return records

@@ -10,8 +10,8 @@ as the trainers create them, which the estimator (`eval.estimate`) is checked ag
 
 torch's own `torch.distributed._tools.mem_tracker.MemTracker` would do this, but it registers gradient hooks on
 every parameter and fails on the frozen 4-bit parameters of a QLoRA model; a small meter of our own is the way.
-It costs Python-level dispatch on every operator (measured in `make bench-memory`), so recipes turn it on only
-with `measure_tensor_memory: true`.
+It costs Python-level dispatch on every operator (timed by `make bench-memory`: overhead.json), so recipes turn it
+on only with `measure_tensor_memory: true`.
 
 >>> with LiveTensorMeter() as meter:
 ...     a = torch.zeros(1024)               # 4 KiB
