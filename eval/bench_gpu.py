@@ -11,7 +11,9 @@ Builds the model from its shipped config.json with random weights (bf16, written
 trained on the fixture (the real one cannot be downloaded), and the DPO/ORPO pair is its gold solution against a
 wrong one, so every sequence length is known (random weights never stop early: completions run to their limit).
 Reports per method: peak GPU memory (torch.cuda.max_memory_allocated since training began, the model included)
-next to `eval.estimate`'s figure for exactly those settings and lengths, and the estimate's error; seconds per step,
+next to `eval.estimate`'s figure for exactly those settings and lengths, and the estimate's error, and the
+live-tensor meter's peak (eval.memory_meter, which validated the estimator on the CPU) beside CUDA's own count;
+seconds per step (metered, ~1.1x slower),
 samples per second, and generation tokens per second (transformers generate in 4-bit, k=8 completions of the
 configured length). Writes <out>/summary.json in `make compare`'s schema (accuracy fields null: the weights are
 random) and summary.md. Without CUDA it stops at once, naming the missing GPU.
@@ -139,7 +141,8 @@ def main(argv=None):
         data = ["--dataset_name", str(pairs)] if method in ("dpo", "orpo") else ["--dataset_name", str(prompts)]
         command = [sys.executable, "-m", f"recipes.{method}", "--config", f"recipes/configs/7b/{method}.yaml",
                    "--model_name_or_path", str(model_dir), "--output_dir", str(run_dir), "--max_steps",
-                   str(args.steps), "--save_strategy", "no", "--logging_steps", "1", *data]
+                   str(args.steps), "--save_strategy", "no", "--logging_steps", "1", "--measure_tensor_memory", "true",
+                   *data]
         result = subprocess.run(command, capture_output=True, text=True)
         if result.returncode:
             raise SystemExit(f"{method} failed:\n{result.stdout[-2000:]}\n{result.stderr[-3000:]}")
@@ -153,12 +156,15 @@ def main(argv=None):
             "seconds_per_step": cost["train_seconds"] / cost["train_steps"], "train_steps": cost["train_steps"],
             "samples_per_second": samples / cost["train_seconds"], "samples": samples,
             "estimated_memory_mb": estimate_mb, "estimate_error": error,
+            # the CPU meter's count on the GPU: checks the meter against CUDA's own allocator counter
+            "peak_tensor_mb": cost["peak_tensor_mb"],
             "models_in_memory": cost["models_in_memory"], "holds": HOLDS[method],
             "trainable_params": cost["trainable_params"], "reward_first": None, "reward_last": None,
             "completion_length_mean": None,
             "generation_tokens_per_second": tokens_per_second if method in ("grpo", "ppo") else None})
         print(f"{method:>5}: max_memory_allocated {cost['peak_memory_mb'] / 1024:.2f} GB, estimated "
-              f"{estimate_mb / 1024:.2f} GB, error {error:+.1%}; {records[-1]['seconds_per_step']:.1f} s/step",
+              f"{estimate_mb / 1024:.2f} GB, error {error:+.1%} (live-tensor meter {cost['peak_tensor_mb'] / 1024:.2f}"
+              f" GB); {records[-1]['seconds_per_step']:.1f} s/step",
               flush=True)
     settings = {"model": args.model, "device": torch.cuda.get_device_name(), "steps": args.steps,
                 "generation_tokens_per_second": tokens_per_second, "versions": library_versions(),
