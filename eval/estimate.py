@@ -30,7 +30,8 @@ Components, in GB (2**30 bytes), per process:
   total_gb          weights + lora + optimizer + critic + rollout buffer
                     + max(training transient, kv_cache, reference_pass)   (the phases do not overlap), where the
                     training transient, at the start of backward or in a layer's recompute, is checkpointed inputs
-                    + max(logits, one layer + gradients) with checkpointing, and activations + logits without
+                    + max(logits, one layer + gradients + one dequantized 4-bit matrix (CUDA)) with checkpointing,
+                    and activations + logits without
 Validated against the live-tensor peak of the real recipes (make bench-memory, results/memory/validation.json):
 bf16 compute, at two model sizes, checkpointing on and off. For fp32 compute the counts are the same tensors at 4
 bytes, which is not separately validated.
@@ -281,8 +282,11 @@ def estimate(arch: Architecture, settings: Settings) -> dict[str, float]:
         # each layer's input is kept; backward recomputes one layer at a time, after the logits are freed
         saved = models * arch.layers * tokens * arch.hidden * e
         out["activations_gb"] = saved + layer
-        # the peak is the start of backward (logits) or a layer's recompute, by when the gradients exist
-        transient = saved + max(out["logits_gb"], layer + out["gradients_gb"])
+        # the peak is the start of backward (logits) or a layer's recompute, by when the gradients exist; there, on
+        # CUDA, bitsandbytes dequantizes one 4-bit weight at a time to the compute dtype for the matmul (its CPU
+        # kernels do not, so make bench-memory cannot see this term; at 7B the logits' phase is far larger anyway)
+        dequantized = max(i * o for _, i, o in arch.quantized) * e
+        transient = saved + max(out["logits_gb"], layer + out["gradients_gb"] + dequantized)
     else:
         out["activations_gb"] = models * arch.layers * layer
         transient = out["activations_gb"] + out["logits_gb"]

@@ -3,7 +3,7 @@ Qwen2 models of two sizes, with the 7B profile's settings; the peak of live tens
 torch.cuda.max_memory_allocated counts on a GPU) is compared with `eval.estimate` for exactly those settings.
 
 Usage:
-    make bench-memory                                   # = python -m eval.memory_check: both sizes, ~25 min on 2 cores
+    make bench-memory                                   # = python -m eval.memory_check: both sizes, ~8 min on 2 cores
     python -m eval.memory_check --sizes small --methods grpo ppo --out results/bench/memory
 
 Settings are `recipes/configs/7b/<method>.yaml` as written (micro-batch, GRPO's k = 8, LoRA r=16 on all linear
