@@ -20,7 +20,6 @@ random) and summary.md. Without CUDA it stops at once, naming the missing GPU.
 """
 
 import argparse
-import dataclasses
 import json
 import subprocess
 import sys
@@ -73,13 +72,12 @@ def estimated_mb(method: str, arch, lengths: dict) -> float:
     """`eval.estimate` for a bench-gpu run: the 7B config as written, with the run's exact prompt and pair lengths
     (a pair is cut at the config's max_length, as the trainer cuts it)."""
     from eval.estimate import GB, estimate, settings_from_config
+    from eval.memory_check import with_pair_lengths
 
     config = REPO_ROOT / "recipes" / "configs" / "7b" / f"{method}.yaml"
     settings = settings_from_config(method, config, lengths["prompt"])
     if method in ("dpo", "orpo"):
-        total = min(lengths["pair"], settings.prompt_length + settings.completion_length)
-        settings = dataclasses.replace(settings, prompt_length=lengths["pair_prompt"],
-                                       completion_length=total - lengths["pair_prompt"])
+        settings = with_pair_lengths(settings, lengths)
     return estimate(arch, settings)["total_gb"] * GB / 2**20
 
 

@@ -86,16 +86,10 @@ def quantized_bytes(n: int, nested: bool) -> int:
 
 def measured_weight_bytes(model) -> int:
     """Bytes of a loaded model's parameters plus bitsandbytes' quantization state, summed tensor by tensor."""
-    total = 0
-    for param in model.parameters():
-        total += param.numel() * param.element_size()
-        state = getattr(param, "quant_state", None)
-        if state is not None:
-            tensors = [state.absmax, state.code]
-            if state.nested:
-                tensors += [state.state2.absmax, state.state2.code, state.offset]
-            total += sum(t.numel() * t.element_size() for t in tensors)
-    return total
+    from eval.memory_meter import quant_state_tensors
+
+    tensors = [t for param in model.parameters() for t in (param, *quant_state_tensors(param))]
+    return sum(t.numel() * t.element_size() for t in tensors)
 
 
 def resolve_model_config(model: str):

@@ -102,22 +102,27 @@ def run_args(method: str, model_dir: Path, work: Path, run_dir: Path, checkpoint
     return args
 
 
+def with_pair_lengths(settings, lengths: dict):
+    """DPO/ORPO settings for `write_data`'s pair: its exact prompt and sequence lengths, the sequence cut at the
+    config's max_length as the trainer cuts it."""
+    total = min(lengths["pair"], settings.prompt_length + settings.completion_length)
+    return dataclasses.replace(settings, prompt_length=lengths["pair_prompt"],
+                               completion_length=total - lengths["pair_prompt"])
+
+
 def estimator_settings(method: str, lengths: dict, checkpointing: bool):
     """The estimator's view of exactly what the run does: the 7B config as `make estimate` reads it, with this
     benchmark's overrides and the runs' exact lengths."""
     config = REPO_ROOT / "recipes" / "configs" / "7b" / f"{method}.yaml"
-    settings = settings_from_config(method, config, lengths["prompt"])
-    values = yaml.safe_load(config.read_text())
-    common = {"gradient_checkpointing": checkpointing}
+    settings = dataclasses.replace(settings_from_config(method, config, lengths["prompt"]),
+                                   gradient_checkpointing=checkpointing)
     if method == "grpo":
         return dataclasses.replace(settings, completion_length=COMPLETION_TOKENS,
-                                   generation_batch=settings.micro_batch, **common)
-    if method == "ppo":
-        batch = values["per_device_train_batch_size"]  # one micro-batch per step: the rollout is one too
-        return dataclasses.replace(settings, completion_length=COMPLETION_TOKENS, generation_batch=batch,
-                                   rollout_batch=batch, **common)
-    return dataclasses.replace(settings, prompt_length=lengths["pair_prompt"],
-                               completion_length=lengths["pair"] - lengths["pair_prompt"], **common)
+                                   generation_batch=settings.micro_batch)
+    if method == "ppo":  # one micro-batch per step: the rollout is one too
+        return dataclasses.replace(settings, completion_length=COMPLETION_TOKENS,
+                                   generation_batch=settings.micro_batch, rollout_batch=settings.micro_batch)
+    return with_pair_lengths(settings, lengths)
 
 
 def estimated_parts(components: dict) -> dict:

@@ -29,16 +29,20 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
 
+def quant_state_tensors(param) -> list[torch.Tensor]:
+    """The constants bitsandbytes keeps beside a 4-bit weight (none for other parameters)."""
+    state = getattr(param, "quant_state", None)
+    if state is None:
+        return []
+    tensors = [state.absmax, state.code]
+    if state.nested:
+        tensors += [state.state2.absmax, state.state2.code, state.offset]
+    return [t for t in tensors if isinstance(t, torch.Tensor)]
+
+
 def model_tensors(model) -> list[torch.Tensor]:
     """A model's parameters and buffers, and the quantization state bitsandbytes keeps beside each 4-bit weight."""
-    tensors = [*model.parameters(), *model.buffers()]
-    for param in model.parameters():
-        state = getattr(param, "quant_state", None)
-        if state is not None:
-            tensors += [state.absmax, state.code]
-            if state.nested:
-                tensors += [state.state2.absmax, state.state2.code, state.offset]
-    return [t for t in tensors if isinstance(t, torch.Tensor)]
+    return [*model.parameters(), *model.buffers(), *(t for p in model.parameters() for t in quant_state_tensors(p))]
 
 
 class LiveTensorMeter(TorchDispatchMode):
