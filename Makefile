@@ -1,4 +1,5 @@
 # Every target depends on `install`, so on a fresh clone any one of them is the only command to type.
+# `make help` lists the targets and the variables they read (from the `##` comments below).
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -8,39 +9,81 @@ TORCH ?= $(shell command -v nvidia-smi >/dev/null 2>&1 && echo "torch>=2.6,<2.15
 TINY := artifacts/tiny
 TINY_CODE := artifacts/tiny-code
 
+##@ PROFILE=tiny        config profile: tiny, tiny-code, 7b, 7b-code (recipes/configs/<profile>/)
+##@ CONFIG=path.yaml    a config of your own instead of the profile's
+##@ ARGS="--flag v"     extra flags for the target's script (recipe flags override the YAML)
+##@ LAUNCH=name NPROC=n run a recipe under `accelerate launch` with recipes/accelerate/<name>.yaml
+##@ MODEL=...           the base model: a local folder, a hub id, or (estimate, bench-gpu) a shipped short name
+##@ ADAPTER=run-dir     a run folder holding a LoRA adapter (eval)
+##@ TASK=tiny DATA=f    eval task (gsm8k math500 humaneval mbpp tiny tiny-code), and a local file in its format
+##@ LIMIT=n K=n OUT=dir eval: problems, samples per problem (estimate: completions per prompt), output folder
+##@ FILE=f REWARDS=a,b  score: a JSONL of completions, reward names or dotted paths
+##@ RUN="dir [dir]"     plot: run folders; A=results.json B=results.json: eval-compare
+##@ SEEDS=3             compare: seeds per method
+##@ GPU_GB=24 SEQ=n     estimate: GPU size to check against, scored tokens per sequence
 PROFILE ?= tiny
 CONFIG ?=
 ARGS ?=
+SEEDS ?= 3
+GPU_GB ?= 24
+# `k` was estimate's name for K before the two were one variable; a command that still uses it keeps working.
+K ?= $(k)
 # The tiny profiles train on artifacts that `make tiny` / `make pairs` build; they are made when missing.
 WORLD_DIR := $(if $(filter tiny,$(PROFILE)),$(TINY),$(if $(filter tiny-code,$(PROFILE)),$(TINY_CODE)))
 TINY_WORLD := $(if $(WORLD_DIR),$(WORLD_DIR)/world.json)
 TINY_PAIRS := $(if $(WORLD_DIR),$(WORLD_DIR)/pairs/train.jsonl)
-
-.PHONY: install test lint tiny bench-rewards score grpo ppo dpo orpo pairs eval eval-compare reward-check compare \
-	estimate bench-memory bench-gpu plot sweep
-MODEL ?= $(TINY)/model
 TASK ?= tiny
-EVAL_FLAGS = --model $(MODEL) --task $(TASK) $(if $(ADAPTER),--adapter $(ADAPTER)) $(if $(DATA),--data $(DATA)) \
+EVAL_MODEL = $(or $(MODEL),$(if $(filter tiny-code,$(TASK)),$(TINY_CODE),$(TINY))/model)
+# The tiny world whose model eval uses, built when missing.
+EVAL_WORLD = $(if $(filter $(TINY)/model,$(EVAL_MODEL)),$(TINY)/world.json) \
+	$(if $(filter $(TINY_CODE)/model,$(EVAL_MODEL)),$(TINY_CODE)/world.json)
+EVAL_FLAGS = --model $(EVAL_MODEL) --task $(TASK) $(if $(ADAPTER),--adapter $(ADAPTER)) $(if $(DATA),--data $(DATA)) \
 	$(if $(LIMIT),--limit $(LIMIT)) $(if $(K),--k $(K)) $(if $(OUT),--out $(OUT))
+# LAUNCH=<name of recipes/accelerate/*.yaml> [NPROC=n] runs the recipe under `accelerate launch`.
+LAUNCHER = $(if $(LAUNCH),$(VENV)/bin/accelerate launch --config_file recipes/accelerate/$(LAUNCH).yaml \
+	$(if $(NPROC),--num_processes $(NPROC)) -m,$(PY) -m)
+RECIPE = $(LAUNCHER) recipes.$@ --config $(or $(CONFIG),recipes/configs/$(PROFILE)/$@.yaml) $(ARGS)
 
-$(VENV)/.installed: requirements.txt requirements-dev.txt
+.PHONY: help install test test-fast lint tiny grpo ppo dpo orpo pairs eval eval-compare score plot reward-check \
+	compare sweep estimate bench-memory bench-gpu bench-rewards
+
+help: ## this list
+	@echo "usage: make <target> [VARIABLE=value ...]"
+	@echo
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):.*## (.*)/  \1|\2/' | awk -F'|' '{printf "  %-15s %s\n", $$1, $$2}'
+	@echo
+	@echo "variables:"
+	@sed -n 's/^##@ /  /p' $(MAKEFILE_LIST)
+
+$(VENV)/.installed: requirements.txt requirements-dev.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet $(TORCH)
 	$(PY) -m pip install --quiet -r requirements-dev.txt
+	$(PY) -m pip install --quiet --no-deps -e .
 	touch $@
 
-install: $(VENV)/.installed
+install: $(VENV)/.installed ## the pinned stack and this project (editable) into .venv
 
-tiny: install
-	$(PY) -m recipes.tiny --out $(TINY)
-	$(PY) -m recipes.tiny --world code --out $(TINY_CODE)
+test: install ## the whole test suite (CI runs this)
+	$(PY) -m pytest
+
+test-fast: install ## the suite without the tests marked slow: the inner loop
+	$(PY) -m pytest -m "not slow"
+
+lint: install ## ruff check and ruff format --check
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+tiny: install ## build both offline tiny worlds (math and code) under artifacts/
+	$(PY) -m studies.tiny_world --out $(TINY)
+	$(PY) -m studies.tiny_world --world code --out $(TINY_CODE)
 
 $(TINY)/world.json: | install
-	$(PY) -m recipes.tiny --out $(TINY)
+	$(PY) -m studies.tiny_world --out $(TINY)
 
 $(TINY_CODE)/world.json: | install
-	$(PY) -m recipes.tiny --world code --out $(TINY_CODE)
+	$(PY) -m studies.tiny_world --world code --out $(TINY_CODE)
 
 $(TINY)/pairs/train.jsonl: | $(TINY)/world.json
 	$(PY) -m recipes.pairs --config recipes/configs/tiny/pairs.yaml
@@ -48,62 +91,51 @@ $(TINY)/pairs/train.jsonl: | $(TINY)/world.json
 $(TINY_CODE)/pairs/train.jsonl: | $(TINY_CODE)/world.json
 	$(PY) -m recipes.pairs --config recipes/configs/tiny-code/pairs.yaml
 
-# LAUNCH=<name of recipes/accelerate/*.yaml> [NPROC=n] runs the recipe under `accelerate launch`.
-LAUNCHER = $(if $(LAUNCH),$(VENV)/bin/accelerate launch --config_file recipes/accelerate/$(LAUNCH).yaml \
-	$(if $(NPROC),--num_processes $(NPROC)) -m,$(PY) -m)
+grpo: install $(TINY_WORLD) ## GRPO with QLoRA (PROFILE, CONFIG, ARGS, LAUNCH, NPROC)
+	$(RECIPE)
 
-grpo ppo pairs: install $(TINY_WORLD)
-	$(LAUNCHER) recipes.$@ --config $(or $(CONFIG),recipes/configs/$(PROFILE)/$@.yaml) $(ARGS)
+ppo: install $(TINY_WORLD) ## PPO with QLoRA: policy + same-size critic
+	$(RECIPE)
 
-dpo orpo: install $(TINY_WORLD) $(TINY_PAIRS)
-	$(LAUNCHER) recipes.$@ --config $(or $(CONFIG),recipes/configs/$(PROFILE)/$@.yaml) $(ARGS)
+dpo: install $(TINY_WORLD) $(TINY_PAIRS) ## DPO with QLoRA on preference pairs
+	$(RECIPE)
 
-test: install
-	$(PY) -m pytest
+orpo: install $(TINY_WORLD) $(TINY_PAIRS) ## ORPO with QLoRA on preference pairs, no reference
+	$(RECIPE)
 
-lint: install
-	$(VENV)/bin/ruff check .
+pairs: install $(TINY_WORLD) ## on-policy preference pairs for DPO/ORPO, scored by the rewards
+	$(RECIPE)
 
-bench-rewards: install
-	$(PY) -m rewards.bench
-
-score: install
-	$(PY) -m rewards.score $(FILE) --rewards $(REWARDS)
-
-eval: install $(if $(filter $(TINY)/model,$(MODEL)),$(TINY)/world.json) \
-	$(if $(filter $(TINY_CODE)/model,$(MODEL)),$(TINY_CODE)/world.json)
+eval: install $(EVAL_WORLD) ## held-out accuracy (MODEL ADAPTER TASK DATA LIMIT K OUT)
 	$(PY) -m eval.run $(EVAL_FLAGS) $(ARGS)
 
-# RUN="<run dir> [<run dir> ...]": metrics.png of one run, or the runs overlaid.
-plot: install
-	$(PY) -m eval.plot $(RUN)
+eval-compare: install ## two evaluations side by side, with the problems that flipped (A, B)
+	$(PY) -m eval.flips $(A) $(B)
 
-eval-compare: install
-	$(PY) -m eval.compare $(A) $(B)
+score: install ## score a JSONL of completions and say why (FILE, REWARDS)
+	$(PY) -m eval.score $(FILE) --rewards $(REWARDS)
 
-reward-check: install $(TINY)/world.json
-	$(PY) -m eval.reward_check $(ARGS)
+plot: install ## a run's metrics.png, or several runs overlaid (RUN)
+	$(PY) -m core.plots $(RUN)
 
-# The four methods from the same start on the same prompts: results/compare/$(PROFILE)/ (summary, table, plots).
-SEEDS ?= 3
-compare: install $(TINY_WORLD)
-	$(PY) -m eval.comparison --profile $(PROFILE) --seeds $(SEEDS) $(ARGS)
+reward-check: install $(TINY)/world.json ## does GRPO raise the reward on the prompts it trains on?
+	$(PY) -m studies.reward_check $(ARGS)
 
-# Each method's learning rate from a small grid, chosen on the validation split: results/compare/$(PROFILE)/sweep.json
-sweep: install $(TINY_WORLD)
-	$(PY) -m eval.comparison --profile $(PROFILE) --sweep $(ARGS)
+compare: install $(TINY_WORLD) ## the four methods, same start and prompts -> results/compare/<profile>/ (PROFILE, SEEDS)
+	$(PY) -m studies.comparison --profile $(PROFILE) --seeds $(SEEDS) $(ARGS)
 
-# The estimator against live tensors on the real recipes: 4 methods x 2 model sizes x checkpointing on/off, the 7B
-# configs' settings, random-init models, ~8 min on 2 cores. ARGS=--publish writes results/memory/validation.json.
-bench-memory: install
-	$(PY) -m eval.memory_check $(ARGS)
+sweep: install $(TINY_WORLD) ## each method's learning rate, chosen on the validation split -> sweep.json
+	$(PY) -m studies.comparison --profile $(PROFILE) --sweep $(ARGS)
 
-# Memory per method from a model config alone: MODEL=<short name | config.json | hub id> [GPU_GB=24] [k=8] [SEQ=512]
-GPU_GB ?= 24
-estimate: install
-	$(PY) -m eval.estimate --model $(if $(filter file,$(origin MODEL)),qwen2.5-7b,$(MODEL)) --gpu_gb $(GPU_GB) \
-		$(if $(k),--k $(k)) $(if $(SEQ),--seq $(SEQ)) $(ARGS)
+estimate: install ## memory per method from a model config alone (MODEL=qwen2.5-7b, GPU_GB, K, SEQ)
+	$(PY) -m studies.memory.estimate --model $(or $(MODEL),qwen2.5-7b) --gpu_gb $(GPU_GB) $(if $(K),--k $(K)) \
+		$(if $(SEQ),--seq $(SEQ)) $(ARGS)
 
-# One CUDA GPU, no hub: each method for a few steps on the 7B architecture with random 4-bit weights.
-bench-gpu: install
-	$(PY) -m eval.bench_gpu --model $(if $(filter file,$(origin MODEL)),qwen2.5-7b,$(MODEL)) $(ARGS)
+bench-memory: install ## the estimator against live tensors on the real recipes, ~8 min (ARGS=--publish)
+	$(PY) -m studies.memory.validation $(ARGS)
+
+bench-gpu: install ## one CUDA GPU: each method a few steps on the 7B architecture, measured vs estimated
+	$(PY) -m studies.memory.bench_gpu --model $(or $(MODEL),qwen2.5-7b) $(ARGS)
+
+bench-rewards: install ## sandbox and math verifier throughput against plain baselines
+	$(PY) -m studies.bench_rewards

@@ -15,17 +15,20 @@ import json
 import time
 from pathlib import Path
 
+import torch
+from trl import ModelConfig
+
+from core.errors import one_line_errors
+from core.generation import generate
+from core.models import load_model, load_tokenizer
+from core.run_dir import library_versions
 from eval.tasks import TASKS, load_task_data, score
-from rewards._cli import one_line_errors
+from rewards.sandbox import SandboxUnavailable, isolation_mode, isolation_record
 
 METRICS = Path(__file__).parent / "metrics"
 
 
 def load_for_eval(model_path: str, adapter: str | None, load_in_4bit: bool):
-    from trl import ModelConfig
-
-    from recipes.common import load_model, load_tokenizer
-
     model_args = ModelConfig(model_name_or_path=model_path, load_in_4bit=load_in_4bit,
                              use_bnb_nested_quant=load_in_4bit, dtype="auto")
     model = load_model(model_args)
@@ -64,8 +67,6 @@ def evaluate_model(model, tokenizer, task_name: str, rows: list[dict], k: int = 
     """(summary metrics, per-sample records). Used by `make eval` and by the tiny world's build.
     `samples` (k completions per row) skips generation, e.g. when vLLM generated them."""
     import evaluate
-
-    from recipes.common import generate
 
     task = TASKS[task_name]
     if k > 1 and temperature <= 0:
@@ -110,10 +111,6 @@ def main(argv=None):
     one_line_errors()
     args = parser.parse_args(argv)
 
-    import torch
-
-    from recipes.common import library_versions
-
     task = TASKS[args.task]
     temperature = args.temperature if args.temperature is not None else (0.8 if args.k > 1 else 0.0)
     if args.use_vllm:
@@ -122,8 +119,6 @@ def main(argv=None):
         if importlib.util.find_spec("vllm") is None:
             raise SystemExit("--use_vllm: vLLM is not installed (pip install vllm); drop the flag to use transformers")
     rows = load_task_data(task, args.data, args.limit)  # bad data fails here, before the model loads
-    from rewards.sandbox import SandboxUnavailable, isolation_mode, isolation_record
-
     if task.kind == "code":
         try:
             isolation_mode()  # refuse here, before the model loads, where untrusted code cannot be isolated

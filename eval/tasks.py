@@ -6,6 +6,10 @@ explicit and recorded in results.json: published numbers swing with the template
 
 from dataclasses import dataclass, field
 
+from core.data import load_data
+from rewards.code import code_test_columns, program_for, run_row_tests
+from rewards.math import check_answers
+
 # Doubled braces: templates go through str.format.
 BOXED_INSTRUCTION = "Please reason step by step, and put your final answer within \\boxed{{}}."
 
@@ -52,8 +56,6 @@ TASKS = {
 
 def load_task_data(task: Task, data: str | None = None, limit: int | None = None):
     """Rows of the task from `data` (a local file in the task's format) or from the hub."""
-    from recipes.common import load_data
-
     source = data or task.default_data
     if source:
         rows = load_data(source, required_columns=task.columns)
@@ -76,12 +78,8 @@ def prepare_row(task: Task, row: dict) -> dict:
 def score(task: Task, rows: list[dict], completions: list[str]) -> list[tuple[float, str | None, str]]:
     """(score, extracted answer or program, reason) per completion, with the training verifiers."""
     if task.kind == "math":
-        from rewards.math import check_answers
-
         return [(s or 0.0, extracted, reason) for s, extracted, reason in
                 check_answers(completions, [row[task.gold] for row in rows])]
-    from rewards.code import code_test_columns, program_for, run_row_tests
-
     results = run_row_tests(completions, rows)  # the same adapter as the recipes' (MBPP, HumanEval, tests)
     programs = [program_for(c, code_test_columns(row)["code_prefix"]) for c, row in zip(completions, rows,
                                                                                         strict=True)]

@@ -12,7 +12,12 @@ from dataclasses import dataclass, field
 
 from trl import DPOConfig, DPOTrainer, ModelConfig, TrlParser, get_peft_config
 
-from recipes import common
+from core.callbacks import run_callbacks
+from core.config import parse_config
+from core.data import load_data
+from core.models import check_4bit_supported, load_tokenizer, model_kwargs
+from core.run_dir import resolve_run_dir, write_run_files
+from core.summary import finish_run
 
 
 @dataclass
@@ -23,45 +28,45 @@ class ScriptArguments:
     max_train_samples: int | None = None
     profile: str = "tiny"
     measure_tensor_memory: bool = field(default=False, metadata={
-        "help": "also measure the peak of live tensor bytes (eval.memory_meter) into cost.json; slows training"})
+        "help": "also measure the peak of live tensor bytes (core.memory_meter) into cost.json; slows training"})
 
 
 def main(script_args: ScriptArguments, training_args: DPOConfig, model_args: ModelConfig):
-    common.check_4bit_supported(model_args)
+    check_4bit_supported(model_args)
     if not model_args.use_peft:
         raise SystemExit("this recipe trains LoRA adapters (use_peft: true): the reference is the adapter-less base")
 
     # ----- data -----
-    dataset = common.load_data(script_args.dataset_name, script_args.dataset_train_split,
+    dataset = load_data(script_args.dataset_name, script_args.dataset_train_split,
                                script_args.dataset_config, required_columns=["prompt", "chosen", "rejected"])
     if script_args.max_train_samples:
         dataset = dataset.select(range(min(script_args.max_train_samples, len(dataset))))
     dataset = dataset.select_columns(["prompt", "chosen", "rejected"])
 
     # ----- model -----
-    resume = common.resolve_run_dir(training_args, "dpo", script_args.profile)
-    training_args.model_init_kwargs = common.model_kwargs(model_args)
-    tokenizer = common.load_tokenizer(model_args)
+    resume = resolve_run_dir(training_args, "dpo", script_args.profile)
+    training_args.model_init_kwargs = model_kwargs(model_args)
+    tokenizer = load_tokenizer(model_args)
 
     # ----- trainer -----
     trainer = DPOTrainer(
         model=model_args.model_name_or_path, ref_model=None, args=training_args, train_dataset=dataset,
         processing_class=tokenizer, peft_config=get_peft_config(model_args),
-        callbacks=common.run_callbacks(training_args.output_dir, script_args.measure_tensor_memory),
+        callbacks=run_callbacks(training_args.output_dir, script_args.measure_tensor_memory),
     )
     if trainer.is_world_process_zero():
-        common.write_run_files(training_args.output_dir, script_args, training_args, model_args)
+        write_run_files(training_args.output_dir, script_args, training_args, model_args)
     trainer.train(resume_from_checkpoint=resume)
 
     # ----- save -----
     trainer.save_model(training_args.output_dir)
     if trainer.is_world_process_zero():
         tokenizer.save_pretrained(training_args.output_dir)
-    common.finish_run(trainer, "dpo", training_args.output_dir, model_args.model_name_or_path,
+    finish_run(trainer, "dpo", training_args.output_dir, model_args.model_name_or_path,
                       script_args.profile, ())
     return trainer
 
 
 if __name__ == "__main__":
     parser = TrlParser((ScriptArguments, DPOConfig, ModelConfig))
-    main(*common.parse_config(parser))
+    main(*parse_config(parser))

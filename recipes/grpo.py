@@ -11,7 +11,19 @@ from dataclasses import dataclass, field
 
 from trl import GRPOConfig, GRPOTrainer, ModelConfig, TrlParser, get_peft_config
 
-from recipes import common
+from core.callbacks import TimedReward, run_callbacks
+from core.config import parse_config
+from core.data import (
+    load_data,
+    prompt_columns,
+    prompt_messages,
+    prompt_text,
+    warn_unparseable_golds,
+    with_code_test_columns,
+)
+from core.models import check_4bit_supported, load_tokenizer, model_kwargs
+from core.run_dir import resolve_run_dir, write_run_files
+from core.summary import finish_run
 from rewards import SandboxUnavailable, get_reward_funcs, required_columns
 
 
@@ -29,7 +41,7 @@ class ScriptArguments:
     reward_kwargs: dict = field(default_factory=dict, metadata={"help": "reward name -> keyword arguments"})
     profile: str = "tiny"
     measure_tensor_memory: bool = field(default=False, metadata={
-        "help": "also measure the peak of live tensor bytes (eval.memory_meter) into cost.json; slows training"})
+        "help": "also measure the peak of live tensor bytes (core.memory_meter) into cost.json; slows training"})
 
 
 def preflight(script_args: ScriptArguments, training_args: GRPOConfig, model_args: ModelConfig) -> None:
@@ -48,52 +60,52 @@ def preflight(script_args: ScriptArguments, training_args: GRPOConfig, model_arg
         get_reward_funcs(script_args.reward_funcs, script_args.reward_kwargs)
     except (ValueError, SandboxUnavailable) as error:
         raise SystemExit(str(error)) from error
-    common.check_4bit_supported(model_args)
+    check_4bit_supported(model_args)
 
 
 def main(script_args: ScriptArguments, training_args: GRPOConfig, model_args: ModelConfig):
     preflight(script_args, training_args, model_args)
 
     # ----- data -----
-    needed = [*common.prompt_columns(script_args.prompt_column, script_args.prompt_template),
+    needed = [*prompt_columns(script_args.prompt_column, script_args.prompt_template),
               *required_columns(script_args.reward_funcs)]
-    dataset = common.load_data(script_args.dataset_name, script_args.dataset_train_split, script_args.dataset_config,
+    dataset = load_data(script_args.dataset_name, script_args.dataset_train_split, script_args.dataset_config,
                                required_columns=needed)
     if script_args.max_train_samples:
         dataset = dataset.select(range(min(script_args.max_train_samples, len(dataset))))
-    common.warn_unparseable_golds(dataset, script_args.reward_funcs, script_args.dataset_name)
-    dataset = common.with_code_test_columns(dataset, script_args.reward_funcs, script_args.dataset_name)
-    dataset = dataset.map(lambda row: {"prompt": common.prompt_messages(
-        common.prompt_text(row, script_args.prompt_column, script_args.prompt_template), script_args.system_prompt)})
+    warn_unparseable_golds(dataset, script_args.reward_funcs, script_args.dataset_name)
+    dataset = with_code_test_columns(dataset, script_args.reward_funcs, script_args.dataset_name)
+    dataset = dataset.map(lambda row: {"prompt": prompt_messages(
+        prompt_text(row, script_args.prompt_column, script_args.prompt_template), script_args.system_prompt)})
 
     # ----- rewards -----
-    reward_funcs = [common.TimedReward(f) for f in get_reward_funcs(script_args.reward_funcs,
+    reward_funcs = [TimedReward(f) for f in get_reward_funcs(script_args.reward_funcs,
                                                                         script_args.reward_kwargs)]
 
     # ----- model -----
-    resume = common.resolve_run_dir(training_args, "grpo", script_args.profile)
-    training_args.model_init_kwargs = common.model_kwargs(model_args)
-    tokenizer = common.load_tokenizer(model_args)
+    resume = resolve_run_dir(training_args, "grpo", script_args.profile)
+    training_args.model_init_kwargs = model_kwargs(model_args)
+    tokenizer = load_tokenizer(model_args)
 
     # ----- trainer -----
     trainer = GRPOTrainer(
         model=model_args.model_name_or_path, reward_funcs=reward_funcs, args=training_args, train_dataset=dataset,
         processing_class=tokenizer, peft_config=get_peft_config(model_args),
-        callbacks=common.run_callbacks(training_args.output_dir, script_args.measure_tensor_memory),
+        callbacks=run_callbacks(training_args.output_dir, script_args.measure_tensor_memory),
     )
     if trainer.is_world_process_zero():
-        common.write_run_files(training_args.output_dir, script_args, training_args, model_args)
+        write_run_files(training_args.output_dir, script_args, training_args, model_args)
     trainer.train(resume_from_checkpoint=resume)
 
     # ----- save -----
     trainer.save_model(training_args.output_dir)
     if trainer.is_world_process_zero():
         tokenizer.save_pretrained(training_args.output_dir)
-    common.finish_run(trainer, "grpo", training_args.output_dir, model_args.model_name_or_path,
+    finish_run(trainer, "grpo", training_args.output_dir, model_args.model_name_or_path,
                       script_args.profile, script_args.reward_funcs)
     return trainer
 
 
 if __name__ == "__main__":
     parser = TrlParser((ScriptArguments, GRPOConfig, ModelConfig))
-    main(*common.parse_config(parser))
+    main(*parse_config(parser))

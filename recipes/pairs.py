@@ -17,7 +17,17 @@ from pathlib import Path
 import torch
 from trl import ModelConfig, TrlParser
 
-from recipes import common
+from core.config import parse_config
+from core.data import (
+    load_data,
+    prompt_columns,
+    prompt_messages,
+    prompt_text,
+    warn_unparseable_golds,
+    with_code_test_columns,
+)
+from core.generation import generate
+from core.models import load_model, load_tokenizer
 from rewards import SandboxUnavailable, get_reward_funcs, required_columns, weighted_sum
 
 
@@ -68,23 +78,23 @@ def main(args: PairsArguments, model_args: ModelConfig):
         raise SystemExit(f"num_samples must be >= 2 to form a pair, got {args.num_samples}")
 
     # ----- data -----
-    needed = [*common.prompt_columns(args.prompt_column, args.prompt_template),
+    needed = [*prompt_columns(args.prompt_column, args.prompt_template),
               *required_columns(args.reward_funcs)]
-    dataset = common.load_data(args.dataset_name, args.dataset_train_split, args.dataset_config, needed)
+    dataset = load_data(args.dataset_name, args.dataset_train_split, args.dataset_config, needed)
     if args.max_prompts:
         dataset = dataset.select(range(min(args.max_prompts, len(dataset))))
-    common.warn_unparseable_golds(dataset, args.reward_funcs, args.dataset_name)
-    dataset = common.with_code_test_columns(dataset, args.reward_funcs, args.dataset_name)
+    warn_unparseable_golds(dataset, args.reward_funcs, args.dataset_name)
+    dataset = with_code_test_columns(dataset, args.reward_funcs, args.dataset_name)
 
     # ----- model -----
     torch.manual_seed(args.seed)
-    model = common.load_model(model_args)
-    tokenizer = common.load_tokenizer(model_args)
+    model = load_model(model_args)
+    tokenizer = load_tokenizer(model_args)
 
     # ----- sample and score -----
-    prompts = [common.prompt_messages(common.prompt_text(row, args.prompt_column, args.prompt_template),
+    prompts = [prompt_messages(prompt_text(row, args.prompt_column, args.prompt_template),
                                       args.system_prompt) for row in dataset]
-    samples = common.generate(model, tokenizer, prompts, max_new_tokens=args.max_new_tokens,
+    samples = generate(model, tokenizer, prompts, max_new_tokens=args.max_new_tokens,
                               batch_size=max(1, args.batch_size // args.num_samples),
                               temperature=args.temperature, num_return_sequences=args.num_samples)
     gold_columns = [c for c in dataset.column_names if c != args.prompt_column]
@@ -115,4 +125,4 @@ def main(args: PairsArguments, model_args: ModelConfig):
 
 if __name__ == "__main__":
     parser = TrlParser((PairsArguments, ModelConfig))
-    main(*common.parse_config(parser))
+    main(*parse_config(parser))

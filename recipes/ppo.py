@@ -6,26 +6,33 @@ Usage:
     make ppo PROFILE=7b ARGS="--max_steps 100"
     python -m recipes.ppo --config recipes/configs/tiny/ppo.yaml --resume_from_checkpoint latest
 
-TRL's PPOTrainer scores with a reward *model*; `RewardFunctionModel` is the adapter that makes reward functions
-look like one. TRL's experimental PPO has no resume: `ResumablePPOTrainer` adds it (value weights in every
-checkpoint, a seeded epoch sampler so the data order is reproducible, and step/optimizer/scheduler/RNG restore).
+TRL's PPOTrainer scores with a reward *model*: `core.ppo_trainer.RewardFunctionModel` makes reward functions look like
+one, and `ResumablePPOTrainer` adds the resume TRL's experimental PPO lacks.
 """
 
 from dataclasses import dataclass, field
-from pathlib import Path
 
-import torch
-from peft import LoraConfig, get_peft_model, set_peft_model_state_dict
-from safetensors.torch import load_file, save_file
-from torch import nn
-from torch.utils.data import DataLoader, Sampler
-from transformers import AutoModelForCausalLM, AutoModelForSequenceClassification, TrainerCallback
-from transformers.modeling_outputs import BaseModelOutput
+from peft import get_peft_model
+from transformers import AutoModelForCausalLM, AutoModelForSequenceClassification
 from trl import ModelConfig, TrlParser, get_peft_config
-from trl.experimental.ppo import PPOConfig, PPOTrainer
+from trl.experimental.ppo import PPOConfig
 
-from recipes import common
-from rewards import SandboxUnavailable, get_reward_funcs, required_columns, weighted_sum
+from core.callbacks import TimedReward, run_callbacks
+from core.config import parse_config
+from core.data import (
+    load_data,
+    prompt_columns,
+    prompt_messages,
+    prompt_text,
+    warn_unparseable_golds,
+    with_code_test_columns,
+)
+from core.errors import DataError
+from core.models import check_4bit_supported, load_model, load_tokenizer
+from core.ppo_trainer import ResumablePPOTrainer, RewardFunctionModel, load_value_model
+from core.run_dir import resolve_run_dir, write_run_files
+from core.summary import finish_run
+from rewards import SandboxUnavailable, get_reward_funcs, required_columns
 
 
 @dataclass
@@ -44,142 +51,14 @@ class ScriptArguments:
     use_reward_model: bool = field(default=False, metadata={"help": "score with reward_model_path, not functions"})
     profile: str = "tiny"
     measure_tensor_memory: bool = field(default=False, metadata={
-        "help": "also measure the peak of live tensor bytes (eval.memory_meter) into cost.json; slows training"})
-
-
-class RewardFunctionModel(nn.Module):
-    """Looks like the sequence-classification reward model TRL's PPO calls, but runs reward functions.
-
-    TRL calls `getattr(model, model.base_model_prefix)(input_ids=..., attention_mask=...)`, applies `model.score`
-    to the last hidden state and reads the value at each sequence's last token. The backbone here decodes each
-    (prompt, response), looks the prompt up to get its dataset columns, scores the response with the weighted reward
-    functions, and returns that score at every position, so whichever position TRL reads holds it.
-    """
-
-    base_model_prefix = "backbone"
-
-    def __init__(self, tokenizer, reward_funcs, weights, prompt_columns: dict[tuple[int, ...], dict]):
-        super().__init__()
-        self.backbone = _RewardBackbone(tokenizer, reward_funcs, weights, prompt_columns)
-        self.score = nn.Identity()
-
-
-class _RewardBackbone(nn.Module):
-    def __init__(self, tokenizer, reward_funcs, weights, prompt_columns):
-        super().__init__()
-        self.tokenizer, self.reward_funcs, self.weights = tokenizer, reward_funcs, weights
-        self.prompt_columns = prompt_columns
-        self.prompt_lengths = sorted({len(k) for k in prompt_columns})
-        self.anchor = nn.Parameter(torch.zeros(()), requires_grad=False)  # gives the module a device
-
-    def split(self, tokens: list[int]) -> tuple[dict, list[int]]:
-        for length in self.prompt_lengths:
-            columns = self.prompt_columns.get(tuple(tokens[:length]))
-            if columns is not None:
-                return columns, tokens[length:]
-        raise KeyError("PPO reward adapter: a query does not match any training prompt")
-
-    def forward(self, input_ids, attention_mask, **kwargs):
-        rows = [self.split(ids[mask].tolist()) for ids, mask in zip(input_ids, attention_mask.bool(), strict=True)]
-        completions = [self.tokenizer.decode(response, skip_special_tokens=True) for _, response in rows]
-        columns = {key: [r[0][key] for r in rows] for key in rows[0][0]}
-        total = torch.tensor(weighted_sum(self.reward_funcs, self.weights, completions, **columns))
-        hidden = total.to(self.anchor.device, self.anchor.dtype)[:, None, None].expand(-1, input_ids.shape[1], 1)
-        return BaseModelOutput(last_hidden_state=hidden, hidden_states=(hidden,))
-
-
-class EpochSeededSampler(Sampler):
-    """Shuffles with a generator seeded by (seed, epoch), not the global RNG, and can start mid-epoch: the data
-    order of a resumed run is exactly that of an uninterrupted one."""
-
-    def __init__(self, n: int, seed: int, batch_size: int, skip_batches: int = 0):
-        self.n, self.seed = n, seed
-        batches_per_epoch = n // batch_size
-        self.epoch, self.offset = divmod(skip_batches, batches_per_epoch)
-        self.offset *= batch_size
-
-    def __len__(self):
-        return self.n - self.offset
-
-    def __iter__(self):
-        order = torch.randperm(self.n, generator=torch.Generator().manual_seed(self.seed * 100_003 + self.epoch))
-        start, self.offset = self.offset, 0
-        self.epoch += 1
-        return iter(order[start:].tolist())
-
-
-class _RestoreProgress(TrainerCallback):
-    """PPOTrainer.train() restarts its counters at 0; put them back to the checkpoint's before the first step."""
-
-    def __init__(self, trainer, checkpoint: Path, step: int, total_batches: int):
-        self.trainer, self.checkpoint, self.step, self.total_batches = trainer, checkpoint, step, total_batches
-
-    def on_train_begin(self, args, state, control, **kwargs):
-        state.global_step = self.step
-        state.episode = self.step * args.batch_size
-        state.max_steps = self.total_batches
-        self.trainer._load_rng_state(str(self.checkpoint))
-
-
-class ResumablePPOTrainer(PPOTrainer):
-    VALUE_FILE = "value_model.safetensors"
-
-    def __init__(self, *args, resume_from: str | None = None, **kwargs):
-        super().__init__(*args, **kwargs)
-        done = 0
-        if resume_from:
-            done = self._load_checkpoint(Path(resume_from))
-            total = self.args.num_total_batches
-            self.args.num_total_batches = total - done  # train() loops this many more updates
-            self.add_callback(_RestoreProgress(self, Path(resume_from), done, total))
-        sampler = EpochSeededSampler(len(self.train_dataset), self.args.seed, self.local_dataloader_batch_size, done)
-        # Its own generator: creating a DataLoader iterator draws a seed, which must not come from the global RNG
-        # (a resumed run creates its iterator after the RNG restore, an uninterrupted one long before).
-        self.dataloader = self.accelerator.prepare(DataLoader(
-            self.train_dataset, batch_size=self.local_dataloader_batch_size, sampler=sampler,
-            collate_fn=self.data_collator, drop_last=True, generator=torch.Generator().manual_seed(self.args.seed)))
-
-    def _save_checkpoint(self, model, trial):
-        folder = Path(self.args.output_dir) / f"checkpoint-{self.state.global_step}"
-        folder.mkdir(parents=True, exist_ok=True)
-        # Before super(): its trainer_state.json, written last, marks the checkpoint complete.
-        value_model = self.accelerator.unwrap_model(self.model).value_model
-        trainable = {k: v.detach().cpu().contiguous() for k, v in value_model.named_parameters() if v.requires_grad}
-        save_file(trainable, str(folder / self.VALUE_FILE))
-        super()._save_checkpoint(model, trial)
-
-    def _load_checkpoint(self, checkpoint: Path) -> int:
-        import json
-
-        wrapper = self.accelerator.unwrap_model(self.model)
-        set_peft_model_state_dict(wrapper.policy, load_file(str(checkpoint / "adapter_model.safetensors")))
-        value_weights = load_file(str(checkpoint / self.VALUE_FILE))
-        missing = set(value_weights) - set(dict(wrapper.value_model.named_parameters()))
-        if missing:
-            raise ValueError(f"{checkpoint}: value weights do not fit this value model: {sorted(missing)[:3]}")
-        wrapper.value_model.load_state_dict(value_weights, strict=False)
-        self.optimizer.load_state_dict(torch.load(checkpoint / "optimizer.pt", map_location="cpu",
-                                                  weights_only=True))
-        self.lr_scheduler.load_state_dict(torch.load(checkpoint / "scheduler.pt", weights_only=True))
-        return json.loads((checkpoint / "trainer_state.json").read_text())["global_step"]
-
-
-def load_value_model(model_args: ModelConfig):
-    """A same-size critic: the policy's base in 4-bit with its own LoRA and a trainable scalar head."""
-    model = common.load_model(model_args, AutoModelForSequenceClassification, num_labels=1)
-    model.config.pad_token_id = model.config.pad_token_id or model.config.eos_token_id
-    lora = LoraConfig(task_type="SEQ_CLS", r=model_args.lora_r, lora_alpha=model_args.lora_alpha,
-                      lora_dropout=model_args.lora_dropout, target_modules=model_args.lora_target_modules,
-                      modules_to_save=["score"])
-    # TRL reaches the backbone through base_model_prefix, so hand it the LoRA-injected model, not the PeftModel.
-    return get_peft_model(model, lora).base_model.model
+        "help": "also measure the peak of live tensor bytes (core.memory_meter) into cost.json; slows training"})
 
 
 def main(script_args: ScriptArguments, training_args: PPOConfig, model_args: ModelConfig):
     # ----- pre-flight -----
     if not script_args.use_reward_model:
         try:
-            reward_funcs = [common.TimedReward(f) for f in get_reward_funcs(script_args.reward_funcs,
+            reward_funcs = [TimedReward(f) for f in get_reward_funcs(script_args.reward_funcs,
                                                                             script_args.reward_kwargs)]
         except (ValueError, SandboxUnavailable) as error:
             raise SystemExit(str(error)) from error
@@ -188,31 +67,31 @@ def main(script_args: ScriptArguments, training_args: PPOConfig, model_args: Mod
             raise SystemExit(f"reward_weights has {len(weights)} entries for {len(reward_funcs)} reward_funcs")
     if not model_args.use_peft:
         raise SystemExit("this recipe trains LoRA adapters (use_peft: true): the reference is the adapter-less base")
-    common.check_4bit_supported(model_args)
+    check_4bit_supported(model_args)
 
     # ----- data -----
-    needed = common.prompt_columns(script_args.prompt_column, script_args.prompt_template)
+    needed = prompt_columns(script_args.prompt_column, script_args.prompt_template)
     if not script_args.use_reward_model:
         needed += required_columns(script_args.reward_funcs)
-    dataset = common.load_data(script_args.dataset_name, script_args.dataset_train_split, script_args.dataset_config,
+    dataset = load_data(script_args.dataset_name, script_args.dataset_train_split, script_args.dataset_config,
                                required_columns=needed)
     if script_args.max_train_samples:
         dataset = dataset.select(range(min(script_args.max_train_samples, len(dataset))))
     batch = (training_args.per_device_train_batch_size * training_args.gradient_accumulation_steps
              * training_args.num_mini_batches)
     if len(dataset) < batch:
-        raise common.DataError(f"dataset {script_args.dataset_name} has {len(dataset)} prompts, fewer than one PPO "
+        raise DataError(f"dataset {script_args.dataset_name} has {len(dataset)} prompts, fewer than one PPO "
                                f"batch ({batch} = per_device_train_batch_size x gradient_accumulation_steps x "
                                "num_mini_batches)")
     if not script_args.use_reward_model:
-        common.warn_unparseable_golds(dataset, script_args.reward_funcs, script_args.dataset_name)
-        dataset = common.with_code_test_columns(dataset, script_args.reward_funcs, script_args.dataset_name)
-    tokenizer = common.load_tokenizer(model_args)
+        warn_unparseable_golds(dataset, script_args.reward_funcs, script_args.dataset_name)
+        dataset = with_code_test_columns(dataset, script_args.reward_funcs, script_args.dataset_name)
+    tokenizer = load_tokenizer(model_args)
     tokenizer.padding_side = "left"  # PPO generates from left-padded queries
 
     def tokenize(row):
-        text = common.prompt_text(row, script_args.prompt_column, script_args.prompt_template)
-        messages = common.prompt_messages(text, script_args.system_prompt)
+        text = prompt_text(row, script_args.prompt_column, script_args.prompt_template)
+        messages = prompt_messages(text, script_args.system_prompt)
         return {"input_ids": tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True,
                                                            return_dict=False)}
 
@@ -224,21 +103,21 @@ def main(script_args: ScriptArguments, training_args: PPOConfig, model_args: Mod
         reward_model = AutoModelForSequenceClassification.from_pretrained(training_args.reward_model_path,
                                                                           num_labels=1)
     else:
-        prompt_columns = {
+        prompts_to_columns = {
             tuple(ids): {c: row[c] for c in gold_columns}
-            | {"prompts": common.prompt_text(row, script_args.prompt_column, script_args.prompt_template)}
+            | {"prompts": prompt_text(row, script_args.prompt_column, script_args.prompt_template)}
             for ids, row in zip(train_dataset["input_ids"], dataset, strict=True)}
-        reward_model = RewardFunctionModel(tokenizer, reward_funcs, weights, prompt_columns)
+        reward_model = RewardFunctionModel(tokenizer, reward_funcs, weights, prompts_to_columns)
 
     # ----- model -----
-    resume = common.resolve_run_dir(training_args, "ppo", script_args.profile)
+    resume = resolve_run_dir(training_args, "ppo", script_args.profile)
     if training_args.max_steps and training_args.max_steps > 0:  # `--max_steps` works as for the other recipes
         per_update = (training_args.per_device_train_batch_size * training_args.gradient_accumulation_steps
                       * training_args.num_mini_batches)
         training_args.total_episodes = training_args.max_steps * per_update
     # The adapter goes on here, not through PPOTrainer's peft_config: with bf16 and a 4-bit base TRL then casts the
     # norms to fp32 but leaves lm_head in bf16, and generation (outside autocast) fails on the dtype mismatch.
-    policy = get_peft_model(common.load_model(model_args, AutoModelForCausalLM), get_peft_config(model_args))
+    policy = get_peft_model(load_model(model_args, AutoModelForCausalLM), get_peft_config(model_args))
     value_model = load_value_model(model_args)
     if training_args.activation_checkpointing:  # PPOTrainer's own loop never turns it on, for either model
         for model in (policy.get_base_model(), value_model):
@@ -248,22 +127,22 @@ def main(script_args: ScriptArguments, training_args: PPOConfig, model_args: Mod
     trainer = ResumablePPOTrainer(
         args=training_args, processing_class=tokenizer, model=policy, ref_model=None, reward_model=reward_model,
         value_model=value_model, train_dataset=train_dataset,
-        callbacks=common.run_callbacks(training_args.output_dir, script_args.measure_tensor_memory),
+        callbacks=run_callbacks(training_args.output_dir, script_args.measure_tensor_memory),
         resume_from=resume,
     )
     if trainer.is_world_process_zero():
-        common.write_run_files(training_args.output_dir, script_args, training_args, model_args)
+        write_run_files(training_args.output_dir, script_args, training_args, model_args)
     trainer.train()
 
     # ----- save -----
     trainer.save_model(training_args.output_dir)
     if trainer.is_world_process_zero():
         tokenizer.save_pretrained(training_args.output_dir)
-    common.finish_run(trainer, "ppo", training_args.output_dir, model_args.model_name_or_path,
+    finish_run(trainer, "ppo", training_args.output_dir, model_args.model_name_or_path,
                       script_args.profile, script_args.reward_funcs)
     return trainer
 
 
 if __name__ == "__main__":
     parser = TrlParser((ScriptArguments, PPOConfig, ModelConfig))
-    main(*common.parse_config(parser))
+    main(*parse_config(parser))

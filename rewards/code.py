@@ -3,7 +3,7 @@
 import ast
 import re
 
-from rewards._text import completion_text
+from rewards.text import completion_text
 from rewards.sandbox import RunResult, default_sandbox
 
 _FENCED = re.compile(r"```(?:python|py)?[ \t]*\n(.*?)```", re.DOTALL)

@@ -7,7 +7,8 @@ instances carry the defaults and `rewards.get_reward_funcs` builds new ones from
 import math
 import re
 
-from rewards._text import completion_text
+from rewards.math import math_accuracy
+from rewards.text import completion_text
 
 _THINK_ANSWER = re.compile(r"\s*<think>.*?</think>\s*<answer>.*?</answer>\s*", re.DOTALL)
 _STEP_MARKERS = re.compile(r"\bStep \d+:|(?:^|\n)[ \t]*(?:\d+\.\s|[-*]\s)|\b(?:First|Second|Next|Then|Finally),")
@@ -65,8 +66,6 @@ class CosineLength:
         self.max_len = max_len
 
     def __call__(self, completions, answer, **kwargs) -> list[float | None]:
-        from rewards.math import math_accuracy
-
         rewards = []
         for completion, correct in zip(completions, math_accuracy(completions, answer), strict=True):
             if correct is None:
@@ -94,8 +93,6 @@ class LengthReward:
     __name__ = "length"
 
     def __call__(self, completions, answer, **kwargs) -> list[float | None]:
-        from rewards.math import math_accuracy
-
         lengths = [len(completion_text(c)) for c in completions]
         shortest, longest = min(lengths), max(lengths)
         if shortest == longest:

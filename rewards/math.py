@@ -7,8 +7,8 @@ builder, `make score` and `eval/` all call it.
 import functools
 import re
 
-from rewards._isolated import pool
-from rewards._text import completion_text
+from rewards.math_workers import pool
+from rewards.text import completion_text
 
 TIMEOUT_SECONDS = 5.0
 _PARSE_TIMEOUT = 2
@@ -140,7 +140,7 @@ def gold_span(gold: str) -> str:
 
 
 def verify_answer(completion: str, gold: str) -> list:
-    """[score, extracted answer, reason]. Runs inside an isolated worker (see rewards/_isolated.py)."""
+    """[score, extracted answer, reason]. Runs inside an isolated worker (see rewards/math_workers.py)."""
     from math_verify import verify
 
     gold_parsed = parse_gold(gold)

@@ -64,7 +64,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from rewards._cli import UserError
 
 HARNESS = (Path(__file__).parent / "_sandbox_harness.py").read_text()
 CHECKOUT = Path(__file__).resolve().parent.parent
@@ -82,8 +81,9 @@ FIXES = (f"Fixes: allow unprivileged user namespaces (Ubuntu 23.10+/24.04: `sudo
          f"your uid on your files and network, limited only by rlimits).")
 
 
-class SandboxUnavailable(UserError, RuntimeError):
-    """No isolation can be made here and the user has not opted in to running untrusted code without it."""
+class SandboxUnavailable(RuntimeError):
+    """No isolation can be made here and the user has not opted in to running untrusted code without it (the entry
+    points report it in one line: `core.errors`)."""
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 @pytest.fixture(scope="session")
 def tiny_world() -> Path:
     """The project's tiny world (built by `make tiny`; built here once if missing)."""
-    from recipes.tiny import ensure_tiny_world
+    from studies.tiny_world import ensure_tiny_world
 
     out = REPO_ROOT / "artifacts" / "tiny"
     ensure_tiny_world(out)
@@ -23,7 +23,7 @@ def tiny_world() -> Path:
 @pytest.fixture(scope="session")
 def tiny_code_world() -> Path:
     """The tiny code world (built by `make tiny`; built here once if missing, ~1 min)."""
-    from recipes.tiny import ensure_tiny_world
+    from studies.tiny_world import ensure_tiny_world
 
     out = REPO_ROOT / "artifacts" / "tiny-code"
     ensure_tiny_world(out, world="code")
@@ -48,7 +48,7 @@ def small_comparison(profile: str, out: Path) -> Path:
     import subprocess
     import sys
 
-    result = subprocess.run([sys.executable, "-m", "eval.comparison", "--profile", profile, "--prompts", "16",
+    result = subprocess.run([sys.executable, "-m", "studies.comparison", "--profile", profile, "--prompts", "16",
                              "--eval_limit", "24", "--eval_k", "2", "--seeds", "1", "--out", str(out)],
                             cwd=REPO_ROOT, capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]

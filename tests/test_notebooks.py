@@ -26,9 +26,9 @@ def test_rewards_playground_runs_and_shows_scores_and_failures():
     assert "#1: wrong" in text and "#5: unparseable answer" in text and "#7:" in text
 
 
-def test_compare_notebook_shows_the_table_and_verdicts(compare_results, monkeypatch):
+def test_comparison_notebook_shows_the_table_and_verdicts(compare_results, monkeypatch):
     monkeypatch.setenv("COMPARE_DIR", str(compare_results))
-    notebook = execute("compare.ipynb")
+    notebook = execute("comparison.ipynb")
     text = outputs(notebook)
     assert "profile tiny: 16 training prompts per method" in text
     for method in ("grpo", "ppo", "dpo", "orpo"):
@@ -39,8 +39,8 @@ def test_compare_notebook_shows_the_table_and_verdicts(compare_results, monkeypa
     assert len(images) == 4  # memory, accuracy, rewards, and accuracy against compute
 
 
-def test_compare_notebook_reads_the_code_comparison_too(code_compare_results, monkeypatch):
+def test_comparison_notebook_reads_the_code_comparison_too(code_compare_results, monkeypatch):
     monkeypatch.setenv("COMPARE_DIR", str(code_compare_results))
-    text = outputs(execute("compare.ipynb"))
+    text = outputs(execute("comparison.ipynb"))
     assert "profile tiny-code: 16 training prompts per method" in text
     assert all(f"{method:>5}  sampled:" in text for method in ("grpo", "ppo", "dpo", "orpo"))

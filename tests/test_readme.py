@@ -43,7 +43,7 @@ def test_write_your_own_reward_example(tmp_path):
         {"completion": "#### 41", "answer": "#### 42"},
     ]))
     env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{REPO_ROOT}"}
-    out = subprocess.run([sys.executable, "-m", "rewards.score", str(samples), "--rewards",
+    out = subprocess.run([sys.executable, "-m", "eval.score", str(samples), "--rewards",
                           "myrewards.mentions_units,math_accuracy"], cwd=REPO_ROOT, env=env, capture_output=True,
                          text=True, check=True).stdout
     assert "myrewards.mentions_units: 1.0" in out and "math_accuracy: 0.0  (wrong: extracted '41')" in out

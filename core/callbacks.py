@@ -1,0 +1,142 @@
+"""What every recipe's trainer reports while it trains: metrics.jsonl, cost.json (memory, time, reward time),
+checkpoints.jsonl, and a graceful stop on SIGTERM (save a checkpoint, then exit)."""
+
+import json
+import resource
+import signal
+import time
+from pathlib import Path
+
+import torch
+from transformers import PreTrainedModel, TrainerCallback
+
+from core.memory_meter import LiveTensorMeter, model_tensors, rss_mb
+
+# The runtime alone (Python, torch, transformers and, since the recipes import it first, TRL; no model yet): what a
+# CPU peak sits on top of.
+RSS_BEFORE_MODEL_MB = rss_mb()
+
+# Seconds, calls and completions spent in each reward function during training (TimedReward), for cost.json.
+REWARD_TIME: dict[str, dict[str, float]] = {}
+
+
+class TimedReward:
+    """A reward function that adds its wall time to REWARD_TIME: what a code reward's sandbox costs per step.
+    A class, not a closure, so it pickles like the rewards it wraps."""
+
+    def __init__(self, func):
+        self.func = func
+        self.__name__ = getattr(func, "__name__", type(func).__name__)
+
+    def __call__(self, completions, **columns):
+        start = time.perf_counter()
+        scores = self.func(completions, **columns)
+        spent = REWARD_TIME.setdefault(self.__name__, {"seconds": 0.0, "calls": 0, "completions": 0})
+        spent["seconds"] += time.perf_counter() - start
+        spent["calls"] += 1
+        spent["completions"] += len(completions)
+        return scores
+
+
+class MetricsLogger(TrainerCallback):
+    """Every logged row, as one JSON line of <output_dir>/metrics.jsonl (rank 0)."""
+
+    def __init__(self, output_dir: str):
+        self.path = Path(output_dir) / "metrics.jsonl"
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if state.is_world_process_zero and logs:
+            with open(self.path, "a") as fh:
+                fh.write(json.dumps({"step": state.global_step, **logs}) + "\n")
+
+
+class StopOnSigterm(TrainerCallback):
+    """SIGTERM (a scheduler's preemption, `kill`) saves a checkpoint at the end of the current step and exits."""
+
+    def __init__(self):
+        self.requested = False
+        signal.signal(signal.SIGTERM, self._request)
+
+    def _request(self, signum, frame):
+        self.requested = True
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if self.requested:
+            control.should_save = True
+            control.should_training_stop = True
+        return control
+
+    def on_save(self, args, state, control, **kwargs):
+        if self.requested:  # PPO's loop ignores should_training_stop: leave once the checkpoint is on disk
+            raise SystemExit(f"SIGTERM: saved checkpoint-{state.global_step} in {args.output_dir}; stopping")
+
+
+class CostMeter(TrainerCallback):
+    """cost.json: what training cost, measured in-process. Peak memory excludes the model load's transient:
+    torch.cuda.max_memory_allocated on a GPU; on a CPU the peak RSS since training began (the kernel's high-water
+    mark, reset through /proc/self/clear_refs). Also wall-clock training seconds, optimizer steps, trainable
+    parameters, the number of 4-bit base models held (PPO's critic is a second one), the time spent in each reward,
+    and with `measure_tensors` the live tensor bytes (core.memory_meter). checkpoints.jsonl: when each checkpoint
+    was taken, in training seconds (accuracy against compute in the comparison)."""
+
+    def __init__(self, output_dir: str, measure_tensors: bool = False):
+        self.output_dir, self.measure_tensors = Path(output_dir), measure_tensors
+
+    def on_train_begin(self, args, state, control, model=None, **kwargs):
+        self.meter = None
+        if self.measure_tensors:  # the bytes of live tensors, as max_memory_allocated counts them on a GPU
+            self.meter = LiveTensorMeter()
+            self.meter.track(model_tensors(model) if model else [])
+            self.model_bytes, self.between_steps_bytes = self.meter.live_bytes, 0
+            self.meter.__enter__()
+        self.start = time.time()
+        REWARD_TIME.clear()
+        self.trainable = sum(p.numel() for p in model.parameters() if p.requires_grad) if model else None
+        # a loaded base model carries its quantizer; PEFT wrappers only forward the attribute lookups
+        self.bases = sum(1 for m in model.modules()
+                         if isinstance(m, PreTrainedModel) and getattr(m, "hf_quantizer", None)) if model else None
+        if torch.cuda.is_available():
+            torch.cuda.reset_peak_memory_stats()
+            return
+        self.rss_at_train_begin = rss_mb()
+        try:
+            Path("/proc/self/clear_refs").write_text("5")  # 5: reset the peak RSS to the current RSS
+            self.measure = "peak RSS since training began (VmHWM after a reset)"
+        except OSError:
+            self.measure = "peak RSS over the process's lifetime (ru_maxrss; VmHWM could not be reset)"
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if self.meter is not None:  # what stays live from one step to the next: model + optimizer state
+            self.between_steps_bytes = max(self.between_steps_bytes, self.meter.live_bytes)
+
+    def on_save(self, args, state, control, **kwargs):
+        if state.is_world_process_zero:
+            with open(self.output_dir / "checkpoints.jsonl", "a") as fh:
+                fh.write(json.dumps({"step": state.global_step, "train_seconds": time.time() - self.start}) + "\n")
+
+    def on_train_end(self, args, state, control, **kwargs):
+        if self.meter is not None:
+            self.meter.__exit__(None, None, None)
+        record = {"train_seconds": time.time() - self.start, "train_steps": state.global_step,
+                  "trainable_params": self.trainable, "models_in_memory": self.bases,
+                  "reward_time": {name: dict(spent) for name, spent in REWARD_TIME.items()},
+                  "peak_tensor_mb": self.meter.peak_bytes / 2**20 if self.meter else None}
+        if self.meter is not None:
+            record["tensor_mb"] = {"model": self.model_bytes / 2**20,
+                                   "between_steps": self.between_steps_bytes / 2**20,
+                                   "peak": self.meter.peak_bytes / 2**20}
+        if torch.cuda.is_available():
+            record |= {"peak_memory_mb": torch.cuda.max_memory_allocated() / 2**20,
+                       "max_memory_allocated_mb": torch.cuda.max_memory_allocated() / 2**20,
+                       "measure": "torch.cuda.max_memory_allocated", "device": torch.cuda.get_device_name()}
+        else:
+            peak = rss_mb("VmHWM") or resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+            record |= {"peak_memory_mb": peak, "measure": self.measure, "device": "cpu",
+                       "rss_before_model_mb": RSS_BEFORE_MODEL_MB, "rss_at_train_begin_mb": self.rss_at_train_begin}
+        if state.is_world_process_zero:
+            (self.output_dir / "cost.json").write_text(json.dumps(record, indent=2) + "\n")
+
+
+def run_callbacks(output_dir: str, measure_tensors: bool = False) -> list:
+    """metrics.jsonl logging, cost.json (memory, time) and graceful SIGTERM for any transformers Trainer."""
+    return [MetricsLogger(output_dir), StopOnSigterm(), CostMeter(output_dir, measure_tensors)]

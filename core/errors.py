@@ -1,0 +1,36 @@
+"""One-line errors for the command-line entry points: bad input is the user's to fix, a traceback is for bugs."""
+
+import sys
+
+from rewards.sandbox import SandboxUnavailable
+
+
+class UserError(Exception):
+    """Missing or bad input (a file, key, column or value): reported in one line that names it."""
+
+
+class DataError(UserError, ValueError):
+    """Malformed user data: the entry points report it in one line, naming the file and what is wrong."""
+
+
+class MissingDataFile(UserError, FileNotFoundError):
+    """A local data file or folder that is not there (a FileNotFoundError, reported in one line)."""
+
+
+# What the user can fix: reported as `error: <message>`. SandboxUnavailable comes from the rewards layer, which sits
+# below this one and so cannot subclass UserError; its message names the cause and the fixes.
+ONE_LINE = (UserError, SandboxUnavailable, FileNotFoundError, IsADirectoryError, NotADirectoryError)
+
+
+def one_line_errors() -> None:
+    """Entry points call this first: a UserError or a missing file ends the process with `error: <message>` on
+    stderr and exit status 1, without a traceback; anything else keeps Python's traceback."""
+    default = sys.excepthook
+
+    def hook(kind, error, traceback):
+        if issubclass(kind, ONE_LINE):
+            print(f"error: {error}", file=sys.stderr)
+        else:
+            default(kind, error, traceback)
+
+    sys.excepthook = hook

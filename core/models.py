@@ -1,0 +1,48 @@
+"""Loading the base model (4-bit NF4 through TRL's quantization helper, or full precision) and its tokenizer."""
+
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer
+from trl import ModelConfig, get_quantization_config
+
+
+def resolve_dtype(model_args: ModelConfig) -> ModelConfig:
+    """bf16 compute on a GPU, fp32 on CPU (bitsandbytes' CPU 4-bit kernels and CPU training want fp32)."""
+    if model_args.dtype in (None, "auto"):
+        model_args.dtype = "bfloat16" if torch.cuda.is_available() else "float32"
+    return model_args
+
+
+def check_4bit_supported(model_args: ModelConfig) -> None:
+    """Fail early, with the reason, where bitsandbytes cannot run the requested quantization."""
+    if not (model_args.load_in_4bit or model_args.load_in_8bit):
+        return
+    try:
+        import bitsandbytes  # noqa: F401
+    except Exception as error:  # noqa: BLE001 - a broken native library raises anything at import
+        raise RuntimeError(f"4-bit/8-bit loading requested, but bitsandbytes cannot be imported: {error}") from error
+    if model_args.load_in_8bit and not torch.cuda.is_available():
+        raise RuntimeError("load_in_8bit needs a CUDA GPU with this bitsandbytes; use load_in_4bit on CPU")
+
+
+def model_kwargs(model_args: ModelConfig) -> dict:
+    """from_pretrained kwargs: dtype, attention and, when asked, the 4-bit NF4 config from TRL's own helper."""
+    resolve_dtype(model_args)
+    kwargs = {"revision": model_args.model_revision, "dtype": getattr(torch, model_args.dtype),
+              "attn_implementation": model_args.attn_implementation}
+    quantization_config = get_quantization_config(model_args)
+    if quantization_config is not None:
+        kwargs["quantization_config"] = quantization_config
+        kwargs["device_map"] = {"": torch.cuda.current_device()} if torch.cuda.is_available() else {"": "cpu"}
+    return kwargs
+
+
+def load_model(model_args: ModelConfig, model_class=AutoModelForCausalLM, **extra):
+    check_4bit_supported(model_args)
+    return model_class.from_pretrained(model_args.model_name_or_path, **model_kwargs(model_args), **extra)
+
+
+def load_tokenizer(model_args: ModelConfig):
+    tokenizer = AutoTokenizer.from_pretrained(model_args.model_name_or_path, revision=model_args.model_revision)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return tokenizer

@@ -1,0 +1,142 @@
+"""The "7B on limited compute" comparison: GRPO, PPO, DPO and ORPO from the same start, on the same prompts,
+with the same rewards; what each costs (memory, time) and buys (held-out accuracy), over several seeds.
+
+Usage:
+    make compare                       # = python -m studies.comparison --profile tiny --seeds 3 (2-core CPU, offline)
+    make compare SEEDS=1               # one seed per method: a quick look
+    make compare PROFILE=tiny-code     # the same on the tiny code world
+    make sweep                         # = --sweep: each method's learning rate from a grid, chosen on validation
+    python -m studies.comparison --profile tiny --prompts 16 --eval_limit 20 --seeds 1 --out /tmp/compare-smoke
+
+Matched budget: every method sees the same `--prompts` training prompts (the first N rows of the profile's
+training set), each exactly once. GRPO samples k completions for each (its group is its baseline); PPO samples
+one (its critic is its baseline); DPO and ORPO train one epoch on the pairs that `recipes.pairs` builds from k
+samples of the same prompts by the starting model, scored with the same rewards (a prompt whose k samples all
+score the same gives no pair). Each method trains in its own process with its profile's recipe config
+(`recipes/configs/<profile>/<method>.yaml`); only the output folder, the prompt budget (as max_steps), the seed,
+checkpointing and the logging interval are overridden, so `make grpo` and the comparison's GRPO are the same run.
+The seed drives the LoRA initialisation, sampling (pairs included) and data order.
+
+Evaluation (every adapter and the starting model, 4-bit as trained, on the same held-out problems): greedy
+accuracy, and sampled pass@1 at the training temperature from `--eval_k` samples per problem (the headline: what
+the RL methods optimise, and with k samples per problem a much narrower interval than greedy accuracy). Per run:
+Wilson / normal 95% intervals and the paired per-problem difference from the base. Per method, over seeds: the
+mean, the standard deviation and a 95% t-interval of the seeds' values and of their paired differences.
+Accuracy against compute: each run saves its adapter at every quarter of its budget; each checkpoint is scored on
+the validation split (sampled pass@1) against the training seconds and samples it had used. Learning rates are
+chosen by `--sweep` on the validation split, never on the held-out test.
+
+Writes results/compare/<profile>/: summary.json ({"methods": one aggregate per method and `base`, "runs": one
+record per (method, seed)}), settings.json (machine, versions, budget), summary.md, memory.png, accuracy.png,
+rewards.png, compute.png; `--sweep` writes sweep.json and sweep.png. Run folders and evaluation samples
+(eval_<method>-seed<k>.jsonl) stay beside them, unpublished.
+"""
+
+import argparse
+import json
+import os
+import platform
+import time
+from pathlib import Path
+
+from core.errors import one_line_errors
+from core.run_dir import library_versions
+from eval.tasks import TASKS, load_task_data
+from studies.comparison.report import plot, write_markdown
+from studies.comparison.runs import (
+    CHECKPOINTS,
+    METHODS,
+    PROFILES,
+    SWEEP_GRID,
+    checkpoint_curves,
+    evaluate,
+    evaluate_all,
+    recipe_config,
+    steps_for,
+    train_all,
+)
+from studies.comparison.summary import aggregate, summarise
+from studies.comparison.sweep import sweep
+from studies.memory.estimate import estimate_all
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--profile", default="tiny", choices=sorted(PROFILES))
+    parser.add_argument("--prompts", type=int, help="training prompts every method sees once (profile default)")
+    parser.add_argument("--eval_limit", type=int, help="held-out (and validation) problems (default: the profile's)")
+    parser.add_argument("--eval_k", type=int, help="samples per problem for sampled pass@1")
+    parser.add_argument("--seeds", type=int, default=3, help="runs per method, seeds 0..N-1")
+    parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
+    parser.add_argument("--sweep", action="store_true", help="the learning-rate sweep on the validation split")
+    parser.add_argument("--learning_rates", type=float, nargs="+", help="the sweep's grid for every method "
+                        "(default: SWEEP_GRID)")
+    parser.add_argument("--validation_k", type=int, default=4, help="samples per validation problem")
+    parser.add_argument("--out", help="default results/compare/<profile>")
+    one_line_errors()
+    args = parser.parse_args(argv)
+
+    profile = PROFILES[args.profile]
+    prompts = args.prompts or profile["prompts"]
+    eval_k = args.eval_k or profile["eval_k"]
+    limit = args.eval_limit or profile["eval_limit"]
+    out = Path(args.out or f"results/compare/{args.profile}")
+    out.mkdir(parents=True, exist_ok=True)
+    grpo_config = recipe_config(args.profile, "grpo")[1]  # also fails early on a profile without configs
+    temperature = grpo_config["temperature"]
+    validation = profile["validation"]
+    if (args.sweep or validation) and validation and not Path(validation).is_file():
+        raise SystemExit(f"--profile {args.profile}: no validation split {validation} (make tiny builds it)")
+    start = time.time()
+
+    if args.sweep:
+        if not validation:
+            raise SystemExit(f"--profile {args.profile} has no validation split to sweep on")
+        grid = {m: args.learning_rates or SWEEP_GRID[m] for m in args.methods}
+        results = sweep(args.profile, prompts, out, args.methods, grid, validation, args.validation_k, limit)
+        for row in results:
+            if row["chosen"]:
+                print(f"[sweep] {row['method']}: learning_rate {row['learning_rate']:g} (validation sampled pass@1 "
+                      f"{row['validation_sampled_pass1']:.3f})")
+        print(f"[sweep] wrote {out}/sweep.json, sweep.png in {time.time() - start:.0f} s")
+        return results
+
+    runs = {}
+    for seed in range(args.seeds):
+        runs |= train_all(args.profile, prompts, out, args.methods, seed, checkpoints=CHECKPOINTS if validation
+                          else 0)
+    evals = evaluate_all(grpo_config["model_name_or_path"], runs, profile["task"], limit, eval_k, temperature, out)
+    curves = base_validation = None
+    if validation:
+        curves = checkpoint_curves(grpo_config["model_name_or_path"], runs, profile["task"], validation,
+                                   args.validation_k, temperature, limit)
+        rows = load_task_data(TASKS[profile["task"]], validation, limit)
+        base_validation = evaluate(grpo_config["model_name_or_path"], None, profile["task"], rows,
+                                   args.validation_k, temperature, greedy=False)[0]["sampled"]
+
+    estimate_model = grpo_config["model_name_or_path"] if args.profile.startswith("tiny") else profile["model_name"]
+    estimates = estimate_all(estimate_model, args.profile)[0]
+    records = summarise(runs, evals, "sampled", estimates, curves)
+    summary = {"methods": aggregate(records), "runs": records, "base_validation_sampled_pass1": base_validation}
+    measure = next((r["memory_measure"] for r in records if "memory_measure" in r), "n/a")
+    settings = {"profile": args.profile, "task": profile["task"], "prompts": prompts, "seeds": args.seeds,
+                "eval_n": len(evals["base"]["greedy_per_problem"]), "eval_k": eval_k, "temperature": temperature,
+                "validation": validation, "validation_k": args.validation_k,
+                "learning_rates": {m: recipe_config(args.profile, m)[1].get("learning_rate") for m in args.methods},
+                "headline": "sampled pass@1", "memory_measure": measure, "machine": platform.platform(),
+                "processor": platform.processor() or platform.machine(), "cpus": os.cpu_count(),
+                "versions": library_versions(), "seconds": round(time.time() - start, 1),
+                "steps": {m: steps_for(m, recipe_config(args.profile, m)[1], prompts) for m in ("grpo", "ppo")}}
+    sweep_path = out / "sweep.json"
+    sweep_rows = json.loads(sweep_path.read_text()) if sweep_path.is_file() else None
+    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    (out / "settings.json").write_text(json.dumps(settings, indent=2) + "\n")
+    write_markdown(summary, settings, out / "summary.md", sweep_rows)
+    plot(summary, estimates, out)
+    print((out / "summary.md").read_text())
+    print(f"[compare] wrote {out}/summary.json, summary.md, memory.png, accuracy.png, rewards.png, compute.png "
+          f"in {settings['seconds']:.0f} s")
+    return summary
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,173 @@
+"""The comparison's report: summary.md and its plots (memory.png, accuracy.png, rewards.png, compute.png)."""
+
+import json
+from pathlib import Path
+
+from core.plots import rolling_mean
+
+
+def write_markdown(summary: dict, settings: dict, path: Path, sweep: list | None = None) -> None:
+    def pct(value, ci=None):
+        return "n/a" if value is None else f"{value:.1%}" + (f" [{ci[0]:.1%}, {ci[1]:.1%}]" if ci else "")
+
+    def diff(value, ci):
+        return "" if value is None else f"{value:+.1%}" + (f" [{ci[0]:+.1%}, {ci[1]:+.1%}]" if ci else "")
+
+    def num(value, fmt):
+        return "n/a" if value is None else format(value, fmt)
+
+    n_seeds = max(a["n_seeds"] for a in summary["methods"])
+    lines = [f"# Method comparison, profile `{settings['profile']}`", "",
+             f"Headline: **{settings['headline']}** (sampled pass@1 at T={settings['temperature']} from "
+             f"{settings['eval_k']} samples per problem; greedy also shown). Held-out: {settings['eval_n']} problems "
+             f"of task `{settings['task']}`. Budget: {settings['prompts']} training prompts, each seen once by every "
+             f"method; {n_seeds} seed(s) per method. Per method: the mean over seeds with the seeds' 95% t-interval "
+             "(with one seed: the run's own 95% interval); 'vs base' is the paired per-problem difference from the "
+             "base, averaged over seeds.", "",
+             "| method | seeds | sampled pass@1 | vs base | greedy | vs base | sd (sampled, greedy) | peak memory MB "
+             "| est. GB | s/step | samples/s | models | trainable | reward s (share) | sandbox programs/s | clipped "
+             "| flag |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for a in summary["methods"]:
+        run = next(r for r in summary["runs"] if r["method"] == a["method"])
+        single = a["n_seeds"] == 1
+        flags = [f for f, on in (("beats base", a.get("beats_base")), ("clipped > 5%", a.get("flag_clipped")),
+                                 ("reward up, held-out not", single and run.get("flag_reward_up_accuracy_not")))
+                 if on]
+        sd = ("" if a["sampled_pass1_sd"] is None else
+              f"{a['sampled_pass1_sd']:.1%}, {a['greedy_accuracy_sd']:.1%}")
+        reward_time = ("n/a" if a["reward_seconds"] is None else
+                       f"{a['reward_seconds']:.1f} ({a['reward_share']:.0%})")
+        vs_sampled = a.get("sampled_vs_base_ci95_seeds") or run.get("sampled_vs_base_ci95")
+        vs_greedy = a.get("greedy_vs_base_ci95_seeds") or run.get("greedy_vs_base_ci95")
+        lines.append(
+            f"| {a['method']} | {a['n_seeds']} "
+            f"| {pct(a['sampled_pass1'], a['sampled_pass1_ci95_seeds'] or run['sampled_pass1_ci95'])} "
+            f"| {diff(a.get('sampled_vs_base'), vs_sampled)} "
+            f"| {pct(a['greedy_accuracy'], a['greedy_accuracy_ci95_seeds'] or run['greedy_ci95'])} "
+            f"| {diff(a.get('greedy_vs_base'), vs_greedy)} "
+            f"| {sd} | {num(a['peak_memory_mb'], '.0f')} | {num(a['estimated_gb'], '.3f')} "
+            f"| {num(a['seconds_per_step'], '.2f')} | {num(a['samples_per_second'], '.1f')} "
+            f"| {num(a['models_in_memory'], 'd')} | {num(a['trainable_params'], ',')} "
+            f"| {reward_time} | {num(a['sandbox_programs_per_second'], '.0f')} "
+            f"| {pct(a['clipped_share'])} | {', '.join(flags)} |")
+    lines += ["", "## Single runs", "", "| method | seed | sampled pass@1 | vs base | greedy | vs base | s/step "
+              "| reward first -> last |", "|---|---|---|---|---|---|---|---|"]
+    for r in summary["runs"]:
+        if r["method"] == "base":
+            continue
+        lines.append(f"| {r['method']} | {r['seed']} | {pct(r['sampled_pass1'], r['sampled_pass1_ci95'])} "
+                     f"| {diff(r['sampled_vs_base'], r['sampled_vs_base_ci95'])} "
+                     f"| {pct(r['greedy_accuracy'], r['greedy_ci95'])} "
+                     f"| {diff(r['greedy_vs_base'], r['greedy_vs_base_ci95'])} | {r['seconds_per_step']:.2f} "
+                     f"| {num(r['reward_first'], '.3f')} -> {num(r['reward_last'], '.3f')} ({r['reward_key']}) |")
+    if sweep:
+        lines += ["", "## Learning-rate sweep (validation split)", "", "| method | learning rate | validation sampled "
+                  "pass@1 | chosen |", "|---|---|---|---|"]
+        lines += [f"| {row['method']} | {row['learning_rate']:g} "
+                  f"| {pct(row['validation_sampled_pass1'], row['ci95'])} | {'yes' if row['chosen'] else ''} |"
+                  for row in sweep]
+    lines += ["", "Peak memory is measured in each method's own process: " + settings["memory_measure"]
+              + ". 'est. GB' is `studies.memory.estimate` for the same configs. Training rewards: GRPO and PPO log "
+              "the task reward of their batches; DPO and ORPO log their implicit reward margin (no task reward in "
+              "training). 'clipped': share of held-out completions (greedy and sampled) that reached the length "
+              "limit.",
+              "", "## Settings", "", "```json", json.dumps(settings, indent=2), "```", ""]
+    path.write_text("\n".join(lines))
+
+def plot(summary: dict, estimates: dict | None, out: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    methods = summary["methods"]
+    trained = [a for a in methods if a["method"] != "base"]
+    names = [a["method"] for a in trained]
+    runs = [r for r in summary["runs"] if r["method"] != "base"]
+    colors = {a["method"]: f"C{i}" for i, a in enumerate(methods)}
+
+    panels = 2 if estimates else 1
+    fig, axes = plt.subplots(1, panels, figsize=(6 * panels, 4), squeeze=False)
+    runtime = [next(r for r in runs if r["method"] == n).get("runtime_memory_mb") or 0 for n in names]
+    training = [a["peak_memory_mb"] - rt for a, rt in zip(trained, runtime, strict=True)]
+    axes[0][0].bar(names, runtime, label="runtime before model load (measured)")
+    axes[0][0].bar(names, training, bottom=runtime, label="model + training (measured, mean over seeds)")
+    axes[0][0].set_ylabel("peak memory, MB")
+    axes[0][0].set_title(f"measured ({runs[0]['memory_measure'].split(' (')[0]})" if runs else "measured")
+    axes[0][0].legend(fontsize=7)
+    if estimates:
+        components = [c for c in next(iter(estimates.values())) if c != "total_gb"]
+        bottom = [0.0] * len(names)
+        for component in components:
+            values = [estimates[m][component] for m in names]
+            if any(values):
+                axes[0][1].bar(names, values, bottom=bottom, label=component.removesuffix("_gb"))
+                bottom = [b + v for b, v in zip(bottom, values, strict=True)]
+        axes[0][1].set_ylabel("GB")
+        axes[0][1].set_title("estimated by component (studies.memory.estimate)")
+        axes[0][1].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out / "memory.png", dpi=100)
+    plt.close(fig)
+
+    # accuracy: the mean over seeds with its interval, and every single run as a point
+    fig, ax = plt.subplots(figsize=(7, 4))
+    metrics = (("sampled_pass1", "sampled_pass1_ci95", "sampled pass@1"), ("greedy_accuracy", "greedy_ci95", "greedy"))
+    for offset, (metric, run_ci, label) in enumerate(metrics):
+        xs = [i + offset * 0.4 for i in range(len(methods))]
+        means = [a[metric] for a in methods]
+        cis = [a[f"{metric}_ci95_seeds"] or next(r for r in summary["runs"] if r["method"] == a["method"])[run_ci]
+               for a in methods]
+        err = [[m - ci[0] for m, ci in zip(means, cis, strict=True)], [ci[1] - m for m, ci in zip(means, cis,
+                                                                                              strict=True)]]
+        ax.bar(xs, means, width=0.4, yerr=err, capsize=3, label=f"{label} (mean, 95% CI)", alpha=0.7)
+        for x, a in zip(xs, methods, strict=True):
+            points = [r[metric] for r in summary["runs"] if r["method"] == a["method"]]
+            ax.plot([x] * len(points), points, "k.", markersize=5)
+    ax.set_xticks([i + 0.2 for i in range(len(methods))], [a["method"] for a in methods])
+    ax.set_ylabel("held-out accuracy (dots: single seeds)")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out / "accuracy.png", dpi=100)
+    plt.close(fig)
+
+    # training signal: every seed's raw points and its rolling mean
+    fig, axes = plt.subplots(1, max(1, len(trained)), figsize=(4 * max(1, len(trained)), 3.5), squeeze=False)
+    for ax, a in zip(axes[0], trained, strict=False):
+        for r in (r for r in runs if r["method"] == a["method"] and r["reward_curve"]):
+            steps, values = zip(*r["reward_curve"], strict=True)
+            ax.plot(steps, values, ".", color=colors[a["method"]], alpha=0.25, markersize=3)
+            ax.plot(steps, rolling_mean(list(values), max(1, len(values) // 8)), color=colors[a["method"]],
+                    linewidth=1, label=f"seed {r['seed']} (rolling mean)")
+        ax.set_title(a["method"])
+        ax.set_xlabel("step")
+        ax.set_ylabel(a["reward_key"])
+        ax.legend(fontsize=6)
+    fig.tight_layout()
+    fig.savefig(out / "rewards.png", dpi=100)
+    plt.close(fig)
+
+    # accuracy against compute: validation sampled pass@1 at each checkpoint, mean over seeds and its range
+    if any(r.get("compute_curve") for r in runs):
+        fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+        for a in trained:
+            curves = [r["compute_curve"] for r in runs if r["method"] == a["method"] and r.get("compute_curve")]
+            if not curves:
+                continue
+            length = min(len(c) for c in curves)
+            for ax, x_key in zip(axes, ("train_seconds", "samples"), strict=True):
+                xs = [sum(c[i][x_key] for c in curves) / len(curves) for i in range(length)]
+                ys = [[c[i]["validation_sampled_pass1"] for c in curves] for i in range(length)]
+                ax.plot(xs, [sum(y) / len(y) for y in ys], marker="o", color=colors[a["method"]], label=a["method"])
+                ax.fill_between(xs, [min(y) for y in ys], [max(y) for y in ys], color=colors[a["method"]], alpha=0.2)
+        base = next(a for a in methods if a["method"] == "base")
+        for ax, label in zip(axes, ("training seconds", "samples generated or trained on"), strict=True):
+            ax.axhline(summary.get("base_validation_sampled_pass1") or base["sampled_pass1"], color="gray",
+                       linestyle="--", linewidth=1, label="base")
+            ax.set_xlabel(label)
+            ax.set_ylabel("validation sampled pass@1 (band: seeds' range)")
+            ax.legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(out / "compute.png", dpi=100)
+        plt.close(fig)

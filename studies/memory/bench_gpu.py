@@ -1,0 +1,180 @@
+"""GPU benchmark: each method for a few steps on the 7B architecture with random weights, on one CUDA GPU, offline.
+
+Usage:
+    make bench-gpu                                   # = python -m studies.memory.bench_gpu --model qwen2.5-7b
+    make bench-gpu MODEL=recipes/models/qwen2.5-7b-instruct.json ARGS="--steps 3"
+
+Builds the model from its shipped config.json with random weights (bf16, written once under --work), and runs
+`--steps` optimizer steps of each method in its own process with the 7B profile's settings
+(`recipes/configs/7b/<method>.yaml`: 4-bit NF4 base + LoRA, micro-batches, k, lengths), loading that model in
+4-bit as the recipes do. No hub: the prompt is one GSM8K question (tests/fixtures) repeated, the tokenizer is a BPE
+trained on the fixture (the real one cannot be downloaded), and the DPO/ORPO pair is its gold solution against a
+wrong one, so every sequence length is known (random weights never stop early: completions run to their limit).
+Reports per method: peak GPU memory (torch.cuda.max_memory_allocated since training began, the model included)
+next to `studies.memory.estimate`'s figure for exactly those settings and lengths, and the estimate's error, and the
+live-tensor meter's peak (core.memory_meter, which validated the estimator on the CPU) beside CUDA's own count;
+seconds per step (metered, ~1.1x slower),
+samples per second, and generation tokens per second (transformers generate in 4-bit, k=8 completions of the
+configured length). Writes <out>/summary.json in `make compare`'s schema (accuracy fields null: the weights are
+random) and summary.md. Without CUDA it stops at once, naming the missing GPU.
+"""
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from core.errors import one_line_errors
+from core.generation import generate
+from core.models import load_model, load_tokenizer
+from core.run_dir import library_versions
+from studies.comparison.runs import METHODS
+from studies.comparison.summary import HOLDS, samples_trained
+from studies.memory.estimate import GB, architecture, estimate, resolve_model_config, settings_from_config
+from studies.memory.validation import with_pair_lengths, write_data
+from studies.tiny_world import build_tokenizer
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+FIXTURE = REPO_ROOT / "tests" / "fixtures" / "gsm8k_sample.jsonl"
+
+
+def require_cuda() -> None:
+    import torch
+
+    if not torch.cuda.is_available():
+        raise SystemExit(f"make bench-gpu needs a CUDA GPU: torch.cuda.is_available() is False on this machine "
+                         f"(torch {torch.__version__}, no NVIDIA GPU or driver visible). Run it on a machine with "
+                         "one; `make bench-memory` measures memory on the CPU and `make estimate` needs no device.")
+
+
+def build_random_model(model: str, work: Path) -> Path:
+    """The architecture from config.json, random bf16 weights, a local tokenizer; built once."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    out = work / "model"
+    if (out / "config.json").is_file():
+        return out
+    rows = [json.loads(line) for line in FIXTURE.read_text().splitlines()]
+    tokenizer = build_tokenizer([r["question"] + "\n" + r["answer"] for r in rows] * 4, vocab_size=2048)
+    config = resolve_model_config(model)
+    config.eos_token_id, config.pad_token_id, config.bos_token_id = (tokenizer.eos_token_id,
+                                                                     tokenizer.pad_token_id, None)
+    torch.manual_seed(0)
+    with torch.device("cuda"):
+        random_model = AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16)
+    random_model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    del random_model
+    torch.cuda.empty_cache()
+    return out
+
+
+def estimated_mb(method: str, arch, lengths: dict) -> float:
+    """`studies.memory.estimate` for a bench-gpu run: the 7B config as written, with the run's exact prompt and pair
+    lengths (a pair is cut at the config's max_length, as the trainer cuts it)."""
+
+    config = REPO_ROOT / "recipes" / "configs" / "7b" / f"{method}.yaml"
+    settings = settings_from_config(method, config, lengths["prompt"])
+    if method in ("dpo", "orpo"):
+        settings = with_pair_lengths(settings, lengths)
+    return estimate(arch, settings)["total_gb"] * GB / 2**20
+
+
+def generation_tokens_per_second(model_dir: Path, k: int, new_tokens: int) -> float:
+    """transformers generate on the 4-bit base: 4 prompts x k completions of exactly `new_tokens` tokens."""
+    import torch
+    from trl import ModelConfig
+
+    args = ModelConfig(model_name_or_path=str(model_dir), load_in_4bit=True, use_bnb_nested_quant=True,
+                       dtype="bfloat16")
+    model, tokenizer = load_model(args), load_tokenizer(args)
+    prompts = [[{"role": "user", "content": json.loads(line)["question"]}]
+               for line in FIXTURE.read_text().splitlines()[:4]]
+    model.generation_config.min_new_tokens = new_tokens  # random weights would stop at random; time a full batch
+    generate(model, tokenizer, prompts[:1], max_new_tokens=8, temperature=1.0)  # warm-up (kernels, allocator)
+    torch.cuda.synchronize()
+    start = time.time()
+    generate(model, tokenizer, prompts, max_new_tokens=new_tokens, temperature=1.0, num_return_sequences=k)
+    torch.cuda.synchronize()
+    seconds = time.time() - start
+    del model
+    torch.cuda.empty_cache()
+    return len(prompts) * k * new_tokens / seconds
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", default="qwen2.5-7b", help="a shipped short name, a config.json, or a hub id")
+    parser.add_argument("--steps", type=int, default=2)
+    parser.add_argument("--work", default="/tmp/bench-gpu", help="where the random model is written (~15 GB)")
+    parser.add_argument("--out", default="results/bench/gpu")
+    one_line_errors()
+    args = parser.parse_args(argv)
+    require_cuda()  # before anything slow
+
+    import torch
+    import yaml
+    work, out = Path(args.work), Path(args.out)
+    work.mkdir(parents=True, exist_ok=True)
+    out.mkdir(parents=True, exist_ok=True)
+    start = time.time()
+    model_dir = build_random_model(args.model, work)
+    grpo_config = yaml.safe_load((REPO_ROOT / "recipes/configs/7b/grpo.yaml").read_text())
+    lengths = write_data(work, model_dir, grpo_config["system_prompt"])
+    prompts, pairs = work / "prompts.jsonl", work / "pairs.jsonl"
+    arch = architecture(resolve_model_config(args.model))
+    tokens_per_second = generation_tokens_per_second(model_dir, grpo_config["num_generations"],
+                                                     grpo_config["max_completion_length"])
+    records = []
+    for method in METHODS:
+        run_dir = out / method
+        data = ["--dataset_name", str(pairs)] if method in ("dpo", "orpo") else ["--dataset_name", str(prompts)]
+        command = [sys.executable, "-m", f"recipes.{method}", "--config", f"recipes/configs/7b/{method}.yaml",
+                   "--model_name_or_path", str(model_dir), "--output_dir", str(run_dir), "--max_steps",
+                   str(args.steps), "--save_strategy", "no", "--logging_steps", "1", "--measure_tensor_memory", "true",
+                   *data]
+        result = subprocess.run(command, capture_output=True, text=True)
+        if result.returncode:
+            raise SystemExit(f"{method} failed:\n{result.stdout[-2000:]}\n{result.stderr[-3000:]}")
+        cost = json.loads((run_dir / "cost.json").read_text())
+        samples = samples_trained(method, run_dir, cost["train_steps"])
+        estimate_mb = estimated_mb(method, arch, lengths)
+        error = (estimate_mb - cost["peak_memory_mb"]) / cost["peak_memory_mb"]
+        records.append({
+            "method": method, "accuracy": None, "accuracy_ci95": None, "peak_memory_mb": cost["peak_memory_mb"],
+            "memory_measure": cost["measure"], "train_seconds": cost["train_seconds"],
+            "seconds_per_step": cost["train_seconds"] / cost["train_steps"], "train_steps": cost["train_steps"],
+            "samples_per_second": samples / cost["train_seconds"], "samples": samples,
+            "estimated_memory_mb": estimate_mb, "estimate_error": error,
+            # the CPU meter's count on the GPU: checks the meter against CUDA's own allocator counter
+            "peak_tensor_mb": cost["peak_tensor_mb"],
+            "models_in_memory": cost["models_in_memory"], "holds": HOLDS[method],
+            "trainable_params": cost["trainable_params"], "reward_first": None, "reward_last": None,
+            "completion_length_mean": None,
+            "generation_tokens_per_second": tokens_per_second if method in ("grpo", "ppo") else None})
+        print(f"{method:>5}: max_memory_allocated {cost['peak_memory_mb'] / 1024:.2f} GB, estimated "
+              f"{estimate_mb / 1024:.2f} GB, error {error:+.1%} (live-tensor meter {cost['peak_tensor_mb'] / 1024:.2f}"
+              f" GB); {records[-1]['seconds_per_step']:.1f} s/step",
+              flush=True)
+    settings = {"model": args.model, "device": torch.cuda.get_device_name(), "steps": args.steps,
+                "generation_tokens_per_second": tokens_per_second, "versions": library_versions(),
+                "seconds": round(time.time() - start, 1), "weights": "random (architecture from config.json)"}
+    (out / "summary.json").write_text(json.dumps(records, indent=2) + "\n")
+    (out / "settings.json").write_text(json.dumps(settings, indent=2) + "\n")
+    lines = [f"# GPU benchmark: {args.model} in 4-bit + LoRA, {settings['device']}", "",
+             "| method | max_memory_allocated GB | estimated GB | error | s/step | samples/s | generation tokens/s "
+             "| models |", "|---|---|---|---|---|---|---|---|"]
+    for r in records:
+        gen = "" if r["generation_tokens_per_second"] is None else f"{r['generation_tokens_per_second']:.0f}"
+        lines.append(f"| {r['method']} | {r['peak_memory_mb'] / 1024:.2f} | {r['estimated_memory_mb'] / 1024:.2f} "
+                     f"| {r['estimate_error']:+.1%} | {r['seconds_per_step']:.1f} "
+                     f"| {r['samples_per_second']:.2f} | {gen} | {r['models_in_memory']} |")
+    (out / "summary.md").write_text("\n".join(lines + ["", "```json", json.dumps(settings, indent=2), "```", ""]))
+    print((out / "summary.md").read_text())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,242 @@
+"""Validate the memory estimator: each method trains 2 steps through its real recipe, 4-bit + LoRA, on random-init
+Qwen2 models of two sizes, with the 7B profile's settings; the peak of live tensor bytes (core.memory_meter, what
+torch.cuda.max_memory_allocated counts on a GPU) is compared with `studies.memory.estimate` for exactly those settings.
+
+Usage:
+    make bench-memory                         # = python -m studies.memory.validation: both sizes, ~8 min on 2 cores
+    python -m studies.memory.validation --sizes small --methods grpo ppo --out results/bench/memory
+
+Settings are `recipes/configs/7b/<method>.yaml` as written (micro-batch, GRPO's k = 8, LoRA r=16 on all linear
+layers, nested NF4, paged_adamw_8bit, bf16 compute, PPO's critic), run with activation checkpointing on and off,
+with three changes for a CPU's time: completions of 64 tokens instead of the 7B length, one micro-batch per
+optimizer step (gradient_accumulation_steps 1: the peak is per micro-batch; PPO's rollout buffer shrinks with it
+and the estimator is given the same), and `use_cpu`. The data is one GSM8K question (with the 7B system prompt)
+repeated, and one chosen/rejected pair built from it, so every sequence length is known exactly: a random model
+never stops early, so completions run to their limit.
+
+Per run it compares three measured parts with the estimate's: the model (4-bit bases, LoRA, PPO's critic: live
+when training starts), what stays live between steps (adds the optimizer state), and the peak. Writes
+<out>/validation.json (a list of records: method, model, settings, measured MB, estimated MB, relative error,
+parts) and prints a table, then times the small GRPO run without the meter against the metered one
+(<out>/overhead.json: the meter's cost). `--publish` also writes results/memory/validation.json, which the
+README's validation table and tests/test_eval_memory_check.py read.
+"""
+
+import argparse
+import dataclasses
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+from core.errors import one_line_errors
+from studies.memory.estimate import GB, architecture, estimate, settings_from_config
+from studies.tiny_world import build_tokenizer
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+METHODS = ("grpo", "ppo", "dpo", "orpo")
+# Two sizes of the same family: ~86M and ~320M parameters (hidden, layers, vocabulary).
+SIZES = {"small": (768, 6, 32000), "medium": (1024, 24, 32000)}
+COMPLETION_TOKENS = 64
+PUBLISHED = REPO_ROOT / "results" / "memory" / "validation.json"
+FIXTURE = REPO_ROOT / "tests" / "fixtures" / "gsm8k_sample.jsonl"
+
+
+def build_model(out: Path, hidden: int, layers: int, vocab: int):
+    """A random-init Qwen2 (GQA with 2 KV heads, untied lm_head, as Qwen2.5-7B) with a local tokenizer."""
+    import torch
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    rows = [json.loads(line) for line in FIXTURE.read_text().splitlines()]
+    tokenizer = build_tokenizer([r["question"] + "\n" + r["answer"] for r in rows] * 4, vocab_size=2048)
+    config = Qwen2Config(vocab_size=vocab, hidden_size=hidden, intermediate_size=hidden * 8 // 3 // 64 * 64,
+                         num_hidden_layers=layers, num_attention_heads=hidden // 64, num_key_value_heads=2,
+                         tie_word_embeddings=False, eos_token_id=tokenizer.eos_token_id,
+                         pad_token_id=tokenizer.pad_token_id, bos_token_id=None)
+    if not (out / "config.json").is_file():
+        torch.manual_seed(0)
+        Qwen2ForCausalLM(config).save_pretrained(out)
+        tokenizer.save_pretrained(out)
+    return config
+
+
+def write_data(work: Path, tokenizer_dir: Path, system_prompt: str) -> dict:
+    """One GSM8K question repeated, and one pair from it; returns their exact token lengths."""
+    from transformers import AutoTokenizer
+
+    row = json.loads(FIXTURE.read_text().splitlines()[0])
+    gold = row["answer"].rsplit("#### ", 1)[1].strip()
+    wrong = row["answer"].rsplit("#### ", 1)[0] + f"#### {gold}1"
+    prompt = [{"role": "user", "content": row["question"]}]
+    pair = {"prompt": prompt, "chosen": [{"role": "assistant", "content": row["answer"]}],
+            "rejected": [{"role": "assistant", "content": wrong}]}
+    (work / "prompts.jsonl").write_text((json.dumps(row) + "\n") * 64)
+    (work / "pairs.jsonl").write_text((json.dumps(pair) + "\n") * 64)
+
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
+
+    def tokens(messages, generation_prompt=False) -> int:
+        return len(tokenizer.apply_chat_template(messages, tokenize=True, add_generation_prompt=generation_prompt,
+                                                 return_dict=False))
+
+    return {"prompt": tokens([{"role": "system", "content": system_prompt}, *prompt], generation_prompt=True),
+            "pair_prompt": tokens(prompt, generation_prompt=True),
+            "pair": max(tokens(prompt + pair[side]) for side in ("chosen", "rejected"))}
+
+
+def run_args(method: str, model_dir: Path, work: Path, run_dir: Path, checkpointing: bool) -> list[str]:
+    data = work / ("pairs.jsonl" if method in ("dpo", "orpo") else "prompts.jsonl")
+    args = ["--config", str(REPO_ROOT / "recipes" / "configs" / "7b" / f"{method}.yaml"),
+            "--model_name_or_path", str(model_dir), "--dataset_name", str(data), "--output_dir", str(run_dir),
+            "--use_cpu", "true", "--max_steps", "2", "--gradient_accumulation_steps", "1", "--save_strategy", "no",
+            "--logging_steps", "1", "--activation_checkpointing", str(checkpointing).lower(),
+            "--measure_tensor_memory", "true"]
+    if method == "grpo":
+        args += ["--max_completion_length", str(COMPLETION_TOKENS)]
+    if method == "ppo":
+        args += ["--response_length", str(COMPLETION_TOKENS)]
+    return args
+
+
+def with_pair_lengths(settings, lengths: dict):
+    """DPO/ORPO settings for `write_data`'s pair: its exact prompt and sequence lengths, the sequence cut at the
+    config's max_length as the trainer cuts it."""
+    total = min(lengths["pair"], settings.prompt_length + settings.completion_length)
+    return dataclasses.replace(settings, prompt_length=lengths["pair_prompt"],
+                               completion_length=total - lengths["pair_prompt"])
+
+
+def estimator_settings(method: str, lengths: dict, checkpointing: bool):
+    """The estimator's view of exactly what the run does: the 7B config as `make estimate` reads it, with this
+    benchmark's overrides and the runs' exact lengths."""
+    config = REPO_ROOT / "recipes" / "configs" / "7b" / f"{method}.yaml"
+    settings = dataclasses.replace(settings_from_config(method, config, lengths["prompt"]),
+                                   gradient_checkpointing=checkpointing)
+    if method == "grpo":
+        return dataclasses.replace(settings, completion_length=COMPLETION_TOKENS,
+                                   generation_batch=settings.micro_batch)
+    if method == "ppo":  # one micro-batch per step: the rollout is one too
+        return dataclasses.replace(settings, completion_length=COMPLETION_TOKENS,
+                                   generation_batch=settings.micro_batch, rollout_batch=settings.micro_batch)
+    return with_pair_lengths(settings, lengths)
+
+
+def estimated_parts(components: dict) -> dict:
+    """The estimate's components grouped as the meter sees them (MB)."""
+    mb = {key: value * GB / 2**20 for key, value in components.items()}
+    model = mb["weights_gb"] + mb["lora_gb"] + mb["critic_weights_gb"]
+    return {"model": model, "between_steps": model + mb["optimizer_gb"] + mb["rollout_buffer_gb"],
+            "peak": mb["total_gb"]}
+
+
+def measure(size: str, methods, checkpointing_modes, work: Path) -> list[dict]:
+    hidden, layers, vocab = SIZES[size]
+    model_dir = work / f"model-{size}"
+    config = build_model(model_dir, hidden, layers, vocab)
+    arch = architecture(config)
+    system_prompt = yaml.safe_load((REPO_ROOT / "recipes/configs/7b/grpo.yaml").read_text())["system_prompt"]
+    lengths = write_data(work, model_dir, system_prompt)
+    parameters = sum(i * o for _, i, o in arch.quantized) + arch.other_params
+    records = []
+    for checkpointing in checkpointing_modes:
+        for method in methods:
+            run_dir = work / f"{size}-{method}-{'ckpt' if checkpointing else 'nockpt'}"
+            start = time.time()
+            command = [sys.executable, "-m", f"recipes.{method}",
+                       *run_args(method, model_dir, work, run_dir, checkpointing)]
+            result = subprocess.run(command, capture_output=True, text=True, cwd=REPO_ROOT)
+            if result.returncode:
+                raise SystemExit(f"{method} ({size}) failed:\n{result.stdout[-2000:]}\n{result.stderr[-3000:]}")
+            cost = json.loads((run_dir / "cost.json").read_text())
+            settings = estimator_settings(method, lengths, checkpointing)
+            components = estimate(arch, settings)
+            estimated = estimated_parts(components)
+            measured = cost["tensor_mb"]
+            record = {"method": method, "size": size,
+                      "model": {"parameters": parameters, "hidden": hidden, "layers": layers, "vocab": vocab,
+                                "intermediate": config.intermediate_size, "heads": config.num_attention_heads,
+                                "kv_heads": config.num_key_value_heads},
+                      "settings": dataclasses.asdict(settings),
+                      "measured_mb": round(measured["peak"], 1), "estimated_mb": round(estimated["peak"], 1),
+                      "error": round((estimated["peak"] - measured["peak"]) / measured["peak"], 4),
+                      "parts_mb": {part: {"measured": round(measured[part], 1),
+                                          "estimated": round(estimated[part], 1)} for part in estimated},
+                      "estimated_components_mb": {k: round(v * GB / 2**20, 1) for k, v in components.items()},
+                      "peak_rss_mb": round(cost["peak_memory_mb"], 1), "seconds": round(time.time() - start, 1)}
+            records.append(record)
+            print(f"{size:>6} {method:>4} checkpointing {'on ' if checkpointing else 'off'}: measured "
+                  f"{record['measured_mb']:7.1f} MB, estimated {record['estimated_mb']:7.1f} MB, error "
+                  f"{record['error']:+.1%}  (model {measured['model']:.0f}/{estimated['model']:.0f}, between steps "
+                  f"{measured['between_steps']:.0f}/{estimated['between_steps']:.0f}; {record['seconds']:.0f} s)",
+                  flush=True)
+    return records
+
+
+def meter_overhead(work: Path) -> dict:
+    """Training seconds of the small GRPO run with and without the meter, measured now, one after the other."""
+    hidden, layers, vocab = SIZES["small"]
+    model_dir = work / "model-small"
+    build_model(model_dir, hidden, layers, vocab)
+    seconds = {}
+    for metered in (False, True):
+        run_dir = work / f"overhead-{'metered' if metered else 'plain'}"
+        args = run_args("grpo", model_dir, work, run_dir, checkpointing=True)
+        args[args.index("--measure_tensor_memory") + 1] = str(metered).lower()
+        result = subprocess.run([sys.executable, "-m", "recipes.grpo", *args], capture_output=True, text=True,
+                                cwd=REPO_ROOT)
+        if result.returncode:
+            raise SystemExit(f"grpo (overhead) failed:\n{result.stderr[-3000:]}")
+        seconds[metered] = json.loads((run_dir / "cost.json").read_text())["train_seconds"]
+    return {"method": "grpo", "size": "small", "train_seconds_without_meter": round(seconds[False], 2),
+            "train_seconds_with_meter": round(seconds[True], 2), "ratio": round(seconds[True] / seconds[False], 2)}
+
+
+def table(records: list[dict]) -> str:
+    """Markdown: method x size x checkpointing, measured live-tensor peak, estimate, error."""
+    lines = ["| method | model | activation checkpointing | measured peak MB | estimated MB | error |",
+             "|---|---|---|---|---|---|"]
+    for r in records:
+        lines.append(f"| {r['method']} | {r['model']['parameters'] / 1e6:.0f}M | "
+                     f"{'on' if r['settings']['gradient_checkpointing'] else 'off'} | {r['measured_mb']:,.0f} | "
+                     f"{r['estimated_mb']:,.0f} | {r['error']:+.1%} |")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", nargs="+", default=list(SIZES), choices=SIZES)
+    parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
+    parser.add_argument("--checkpointing", nargs="+", default=["on", "off"], choices=["on", "off"])
+    parser.add_argument("--out", default="results/bench/memory")
+    parser.add_argument("--publish", action="store_true", help=f"also write {PUBLISHED.relative_to(REPO_ROOT)}")
+    parser.add_argument("--overhead", action=argparse.BooleanOptionalAction, default=True,
+                        help="also time the small GRPO run without the meter (<out>/overhead.json)")
+    one_line_errors()
+    args = parser.parse_args(argv)
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    records = []
+    for size in args.sizes:
+        records += measure(size, args.methods, [mode == "on" for mode in args.checkpointing], out)
+    text = json.dumps(records, indent=2) + "\n"
+    (out / "validation.json").write_text(text)
+    if args.publish:
+        PUBLISHED.parent.mkdir(parents=True, exist_ok=True)
+        PUBLISHED.write_text(text)
+    print(table(records))
+    if args.overhead:
+        overhead = meter_overhead(out)
+        (out / "overhead.json").write_text(json.dumps(overhead, indent=2) + "\n")
+        print(f"the live-tensor meter's cost: {overhead['train_seconds_with_meter']} s of training with it, "
+              f"{overhead['train_seconds_without_meter']} s without ({overhead['ratio']}x)")
+    worst = max(abs(r["error"]) for r in records)
+    print(f"largest error {worst:.1%} over {len(records)} runs")
+    return records
+
+
+if __name__ == "__main__":
+    main()

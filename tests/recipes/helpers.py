@@ -1,0 +1,116 @@
+"""Shared by the recipe tests: run a recipe in-process or as a CLI, check what it saved."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from tests.conftest import REPO_ROOT
+
+
+def run_recipe(module, config: str, *overrides: str):
+    """Parses exactly as the CLI does (TrlParser, YAML + overrides) and runs main() in this process."""
+    from core.config import parse_config
+
+    argv = sys.argv
+    sys.argv = [module.__name__, "--config", str(REPO_ROOT / config), *overrides]
+    try:
+        return module.main(*parse_config(module_parser(module)))
+    finally:
+        sys.argv = argv
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def module_parser(module):
+    """The recipe's own TrlParser: main() is annotated with the dataclasses its entry point parses."""
+    import inspect
+
+    from trl import TrlParser
+
+    return TrlParser(tuple(p.annotation for p in inspect.signature(module.main).parameters.values()))
+
+
+def count_4bit(model) -> int:
+    import bitsandbytes as bnb
+
+    return sum(isinstance(m, bnb.nn.Linear4bit) for m in model.modules())
+
+
+def assert_adapter_loads_and_generates(run_dir: Path, base: Path):
+    """The saved adapter loads onto the 4-bit base and the result generates text."""
+    from peft import PeftModel
+    from trl import ModelConfig
+
+    from core.generation import generate
+    from core.models import load_model, load_tokenizer
+
+    model_args = ModelConfig(model_name_or_path=str(base), load_in_4bit=True, use_bnb_nested_quant=True,
+                             dtype="float32")
+    model = PeftModel.from_pretrained(load_model(model_args), run_dir)
+    assert count_4bit(model) > 0
+    assert any("lora_A" in n and p.abs().sum() > 0 for n, p in model.named_parameters())
+    tokenizer = load_tokenizer(ModelConfig(model_name_or_path=str(run_dir)))
+    text = generate(model, tokenizer, [[{"role": "user", "content": "Ana has 12 coins. Ana gets 30 more. How many "
+                                         "coins does Ana have now?"}]], max_new_tokens=40)[0][0]
+    assert len(text.strip()) > 10
+
+
+def metrics_steps(run_dir: Path) -> list[int]:
+    rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    return [row["step"] for row in rows if "loss" in row or "objective/scores" in row]  # training steps only
+
+
+def cli(method: str, *args: str, env=None) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", f"recipes.{method}", *args], cwd=REPO_ROOT,
+                            env={**os.environ, **(env or {})}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+
+
+def run_and_sigterm_after(proc: subprocess.Popen, checkpoint: Path, timeout: float = 600) -> str:
+    """Sends SIGTERM once `checkpoint` is complete; returns the process output."""
+    deadline = time.monotonic() + timeout
+    while not (checkpoint / "trainer_state.json").exists():
+        if proc.poll() is not None:
+            raise AssertionError(f"run ended before {checkpoint.name}:\n{proc.stdout.read()[-3000:]}")
+        if time.monotonic() > deadline:
+            proc.kill()
+            raise AssertionError(f"no {checkpoint} after {timeout}s")
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGTERM)
+    output, _ = proc.communicate(timeout=timeout)
+    return output
+
+
+def tree_digest(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def lora_weights_changed(run_dir: Path) -> bool:
+    from safetensors.torch import load_file
+
+    weights = load_file(str(run_dir / "adapter_model.safetensors"))
+    return any("lora_B" in k and torch.count_nonzero(v) > 0 for k, v in weights.items())
+
+
+def assert_run_summary(run_dir: Path, method: str, printed: str, steps: int = 2) -> dict:
+    """The end-of-run summary: printed, and in summary.json with the values metrics.jsonl and cost.json hold."""
+    from core.metrics import REWARD_KEYS, first_last, reward_curve
+
+    summary = json.loads((run_dir / "summary.json").read_text())
+    first, last = first_last(reward_curve(run_dir, REWARD_KEYS[method]))
+    assert first is not None
+    assert (summary["method"], summary["steps"], summary["signal"]) == (method, steps, REWARD_KEYS[method])
+    assert (summary["signal_first"], summary["signal_last"]) == (first, last)
+    cost = json.loads((run_dir / "cost.json").read_text())
+    assert summary["peak_memory_mb"] == cost["peak_memory_mb"] > 0 and summary["train_seconds"] > 0
+    assert (run_dir / "metrics.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert f"{method.upper()} finished: {steps} steps in " in printed
+    assert f"{REWARD_KEYS[method]} {first:.3f} -> {last:.3f}" in printed
+    assert "make eval MODEL=" in printed and f"ADAPTER={run_dir}" in printed and f"make plot RUN={run_dir}" in printed
+    assert "[rank" not in printed  # a single process has no rank line
+    return summary

@@ -1,0 +1,110 @@
+import json
+
+import torch
+import yaml
+from transformers import AutoTokenizer
+from trl.experimental.utils import get_reward
+
+import recipes.ppo as ppo
+from rewards import REWARDS
+from tests.conftest import REPO_ROOT
+from tests.recipes.helpers import (
+    assert_adapter_loads_and_generates,
+    assert_run_summary,
+    cli,
+    count_4bit,
+    metrics_steps,
+    run_and_sigterm_after,
+    run_recipe,
+    tree_digest,
+)
+
+CONFIG = "recipes/configs/tiny/ppo.yaml"
+
+
+def test_reward_adapter_puts_the_function_score_where_trl_reads_it(tiny_world):
+    tokenizer = AutoTokenizer.from_pretrained(tiny_world / "model")
+    tokenizer.padding_side = "left"
+    questions = ["Ana has 12 coins. Ana gets 30 more. How many coins does Ana have now?", "A box holds 5 pens?"]
+    prompts = [tokenizer.apply_chat_template([{"role": "user", "content": q}], add_generation_prompt=True,
+                                             tokenize=True, return_dict=False) for q in questions]
+    columns = {tuple(p): {"answer": gold, "prompts": q} for p, gold, q in zip(prompts, ["#### 42", "#### 9"],
+                                                                            questions, strict=True)}
+    model = ppo.RewardFunctionModel(tokenizer, [REWARDS["math_accuracy"]], [2.0], columns)
+    responses = ["12+30. So the sum is 42.\n#### 42", "#### 7"]
+    pad = tokenizer.pad_token_id
+    context = max(len(p) for p in prompts)
+    queries = [[pad] * (context - len(p)) + p for p in prompts]
+    response_ids = [tokenizer(r, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id] for r in responses]
+    width = max(len(r) for r in response_ids) + 3
+    rows = [q + r + [pad] * (width - len(r)) for q, r in zip(queries, response_ids, strict=True)]
+    _, scores, _ = get_reward(model, torch.tensor(rows), pad, context)  # TRL's own reader
+    assert scores.tolist() == [2.0, 0.0]
+
+
+def test_two_steps_with_a_rule_based_reward_and_a_4bit_critic(tiny_world, tmp_path, capsys):
+    out = tmp_path / "run"
+    trainer = run_recipe(ppo, CONFIG, "--max_steps", "2", "--logging_steps", "1", "--output_dir", str(out))
+    wrapper = trainer.accelerator.unwrap_model(trainer.model)
+    assert count_4bit(wrapper.policy) == 4 * 7 and count_4bit(wrapper.value_model) == 4 * 7  # same-size critic
+    assert isinstance(trainer.reward_model, ppo.RewardFunctionModel)
+    critic_trainable = {n for n, p in wrapper.value_model.named_parameters() if p.requires_grad}
+    assert any("lora_" in n for n in critic_trainable) and any("score" in n for n in critic_trainable)
+    assert metrics_steps(out) == [1, 2]
+    assert_run_summary(out, "ppo", capsys.readouterr().out)
+    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert all(0.0 <= row["objective/scores"] <= 1.0 for row in rows if "objective/scores" in row)
+    assert (out / "checkpoint-2" / "value_model.safetensors").exists()
+    assert_adapter_loads_and_generates(out, tiny_world / "model")
+
+
+def test_sigterm_then_resume_continues_the_same_run(tiny_world, tmp_path):
+    # Without a stop token every generation runs to its full length, so each step draws the same amount of
+    # randomness however the CPU kernels round (they are not bitwise reproducible from run to run: completions of two
+    # uninterrupted runs differ by a few tokens from step 3 on, and an early stop then shifts the RNG stream). The RNG
+    # check below then tests the resume, not the kernels.
+    config = yaml.safe_load((REPO_ROOT / CONFIG).read_text())
+    config.pop("stop_token")
+    config_path = tmp_path / "ppo.yaml"
+    config_path.write_text(yaml.safe_dump(config))
+    common = ["--config", str(config_path), "--max_steps", "5", "--save_steps", "2", "--logging_steps", "1",
+              "--reward_funcs", "tests.recipes.reward_probes.record_prompts", "--save_total_limit", "10"]
+    straight_log, resumed_log = tmp_path / "straight.jsonl", tmp_path / "resumed.jsonl"
+    straight = cli("ppo", *common, "--output_dir", str(tmp_path / "straight"), env={"PROMPT_LOG": str(straight_log)})
+    assert straight.wait(timeout=900) == 0, straight.stdout.read()[-3000:]
+
+    run = tmp_path / "resumed"
+    output = run_and_sigterm_after(cli("ppo", *common, "--output_dir", str(run), env={"PROMPT_LOG": str(resumed_log)}),
+                                   run / "checkpoint-2")
+    assert "SIGTERM: saved checkpoint-" in output
+    saved = {p.name: tree_digest(p) for p in run.glob("checkpoint-*")}
+    last_saved = max(int(name.split("-")[1]) for name in saved)
+    assert 2 <= last_saved < 5
+    second = cli("ppo", *common, "--output_dir", str(run), "--resume_from_checkpoint", "latest",
+                 env={"PROMPT_LOG": str(resumed_log)})
+    assert second.wait(timeout=900) == 0, second.stdout.read()[-3000:]
+
+    straight_calls = [json.loads(line) for line in straight_log.read_text().splitlines()]
+    resumed_calls = [json.loads(line) for line in resumed_log.read_text().splitlines()]
+    resumed_calls = resumed_calls[:last_saved] + resumed_calls[-(5 - last_saved):]
+    assert [c["prompts"] for c in resumed_calls] == [c["prompts"] for c in straight_calls]
+    assert [c["rng"] for c in resumed_calls] == [c["rng"] for c in straight_calls]
+    final = json.loads((run / "checkpoint-5" / "trainer_state.json").read_text())
+    assert final["global_step"] == 5 and final["max_steps"] == 5
+    assert sorted(set(metrics_steps(run))) == [1, 2, 3, 4, 5]
+    for name, digest in saved.items():
+        assert tree_digest(run / name) == digest, f"{name} changed after resume"
+
+
+def test_two_steps_on_the_tiny_code_world_score_through_the_adapter_in_the_sandbox(tiny_code_world, tmp_path,
+                                                                                     capsys):
+    out = tmp_path / "code-run"
+    trainer = run_recipe(ppo, "recipes/configs/tiny-code/ppo.yaml", "--max_steps", "2", "--logging_steps", "1",
+                         "--output_dir", str(out))
+    assert trainer.state.global_step == 2
+    scores = [json.loads(line)["objective/scores"] for line in (out / "metrics.jsonl").read_text().splitlines()
+              if "objective/scores" in line]
+    assert len(scores) == 2 and all(0.0 <= s <= 1.1 for s in scores)  # code_tests + 0.1 x code_format
+    spent = json.loads((out / "cost.json").read_text())["reward_time"]
+    assert spent["code_tests"]["completions"] == 2 * 8 and spent["code_format"]["calls"] == 2
+    assert_run_summary(out, "ppo", capsys.readouterr().out)

@@ -1,0 +1,163 @@
+"""`make compare`: a small-budget run on the tiny world produces every file with every field, measured."""
+
+import json
+
+import pytest
+
+from core.metrics import first_last
+from studies.comparison.runs import METHODS, steps_for
+from studies.comparison.summary import aggregate
+
+FIELDS = ("method", "accuracy", "accuracy_ci95", "peak_memory_mb", "train_seconds", "seconds_per_step",
+          "samples_per_second", "train_steps", "models_in_memory", "trainable_params", "reward_first", "reward_last",
+          "completion_length_mean", "completion_length_base", "greedy_accuracy", "greedy_ci95", "sampled_pass1",
+          "sampled_pass1_ci95")
+
+
+def test_writes_summary_table_and_plots(compare_results):
+    for name in ("summary.json", "settings.json", "summary.md"):
+        assert (compare_results / name).stat().st_size > 0, name
+    for name in ("memory.png", "accuracy.png", "rewards.png", "compute.png"):
+        data = (compare_results / name).read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5000, name
+    summary = json.loads((compare_results / "summary.json").read_text())
+    records = summary["runs"]
+    assert [(r["method"], r["seed"]) for r in records] == [("base", None), *((m, 0) for m in METHODS)]
+    assert [a["method"] for a in summary["methods"]] == ["base", *METHODS]
+    assert all(a["n_seeds"] == 1 and a["sampled_pass1_sd"] is None for a in summary["methods"])
+    for record in records:
+        assert set(FIELDS) <= record.keys(), (record["method"], set(FIELDS) - record.keys())
+        for metric, ci in (("greedy_accuracy", "greedy_ci95"), ("sampled_pass1", "sampled_pass1_ci95")):
+            assert 0 <= record[ci][0] <= record[metric] <= record[ci][1] <= 1, (record["method"], metric)
+        assert record["accuracy"] == record["sampled_pass1"]  # the headline, as settings.json says
+    settings = json.loads((compare_results / "settings.json").read_text())
+    assert settings["headline"] == "sampled pass@1" and settings["eval_n"] == 24 and settings["prompts"] == 16
+    table = (compare_results / "summary.md").read_text()
+    for method in ("base", *METHODS):
+        assert f"| {method} |" in table
+    assert settings["versions"]["trl"] in table and "## Settings" in table
+
+
+def test_records_measured_costs_per_method(compare_results):
+    records = {r["method"]: r for r in json.loads((compare_results / "summary.json").read_text())["runs"]}
+    assert records["base"]["peak_memory_mb"] is None  # nothing trained, nothing to measure
+    # 16 prompts once each: GRPO 8 prompts (64 completions) a step, PPO 8 prompts a step
+    assert records["grpo"]["train_steps"] == 2 and records["ppo"]["train_steps"] == 2
+    assert records["grpo"]["samples"] == 16 * 8 and records["ppo"]["samples"] == 16
+    pairs = sum(1 for _ in open(compare_results / "pairs-seed0.jsonl"))
+    assert 1 <= records["dpo"]["train_steps"] == records["orpo"]["train_steps"] == -(-pairs // 8)
+    for method in METHODS:
+        r = records[method]
+        assert r["peak_memory_mb"] > r["runtime_memory_mb"] > 100, method  # measured RSS, above the runtime alone
+        assert r["train_seconds"] > 0 and r["seconds_per_step"] == pytest.approx(r["train_seconds"] / r["train_steps"])
+        assert r["trainable_params"] > 0 and r["reward_first"] is not None and r["reward_curve"]
+        assert r["estimated_gb"] > 0
+        assert isinstance(r["flag_reward_up_accuracy_not"], bool)
+        ci = r["sampled_vs_base_ci95"]
+        assert ci[0] <= r["sampled_vs_base"] <= ci[1]
+    # PPO holds the critic, a second 4-bit base; the others one base (the reference is the adapter switched off)
+    assert records["ppo"]["models_in_memory"] == 2
+    assert all(records[m]["models_in_memory"] == 1 for m in ("grpo", "dpo", "orpo"))
+    assert records["ppo"]["trainable_params"] > records["grpo"]["trainable_params"]  # the critic's LoRA and head
+    assert records["ppo"]["estimated_gb"] > records["grpo"]["estimated_gb"]
+
+
+def test_budget_and_curve_summaries():
+    config = {"per_device_train_batch_size": 32, "gradient_accumulation_steps": 2, "num_generations": 8}
+    assert steps_for("grpo", config, 80) == 10  # 8 prompts x 8 completions a step
+    assert steps_for("ppo", {"per_device_train_batch_size": 8, "num_mini_batches": 2}, 80) == 5
+    assert first_last([(i, float(i)) for i in range(10)]) == (0.5, 8.5)  # mean of the first and last fifth
+    assert first_last([]) == (None, None)
+
+
+def test_the_code_comparison_writes_the_same_schema_plus_reward_costs(code_compare_results):
+    records = {r["method"]: r for r in json.loads((code_compare_results / "summary.json").read_text())["runs"]}
+    assert list(records) == ["base", *METHODS]
+    for record in records.values():
+        assert set(FIELDS) <= record.keys(), (record["method"], set(FIELDS) - record.keys())
+    for method in ("grpo", "ppo"):  # they score completions while training: the sandbox's time is theirs
+        r = records[method]
+        assert 0 < r["reward_seconds"] < r["train_seconds"] and 0 < r["reward_share"] < 1
+        assert r["sandbox_programs_per_second"] > 1 and r["reward_time"]["code_tests"]["completions"] == r["samples"]
+    for method in ("dpo", "orpo"):  # their pairs were scored before training
+        assert records[method]["reward_seconds"] == 0 and records[method]["sandbox_programs_per_second"] is None
+    settings = json.loads((code_compare_results / "settings.json").read_text())
+    assert settings["profile"] == "tiny-code" and settings["task"] == "tiny-code" and settings["eval_n"] == 24
+    for name in ("memory.png", "accuracy.png", "rewards.png", "summary.md"):
+        assert (code_compare_results / name).stat().st_size > 1000
+    assert "sandbox programs/s" in (code_compare_results / "summary.md").read_text()
+
+
+def test_accuracy_against_compute_is_measured_at_each_checkpoint_on_validation(compare_results):
+    summary = json.loads((compare_results / "summary.json").read_text())
+    for run in summary["runs"][1:]:
+        curve = run["compute_curve"]
+        assert curve and [p["step"] for p in curve] == sorted(p["step"] for p in curve)
+        assert all(0 < p["train_seconds"] <= run["train_seconds"] + 1 for p in curve)
+        assert all(0 <= p["validation_sampled_pass1"] <= 1 for p in curve)
+        assert curve[-1]["samples"] >= curve[0]["samples"] > 0
+    assert 0 < summary["base_validation_sampled_pass1"] < 1
+    settings = json.loads((compare_results / "settings.json").read_text())
+    assert settings["validation"].endswith("validation.jsonl") and settings["seeds"] == 1
+
+
+def run_record(method, seed, sampled, greedy, sampled_diff, greedy_diff, seconds):
+    return {"method": method, "seed": seed, "sampled_pass1": sampled, "greedy_accuracy": greedy,
+            "sampled_pass1_ci95": [sampled - 0.05, sampled + 0.05], "greedy_ci95": [greedy - 0.1, greedy + 0.1],
+            "sampled_vs_base": sampled_diff, "greedy_vs_base": greedy_diff, "clipped_share": 0.0,
+            "sampled_vs_base_ci95": [sampled_diff - 0.04, sampled_diff + 0.04],
+            "greedy_vs_base_ci95": [greedy_diff - 0.05, greedy_diff + 0.05],
+            "peak_memory_mb": 600.0 + seed, "train_seconds": seconds, "seconds_per_step": seconds / 40,
+            "samples_per_second": 2560 / seconds, "reward_seconds": 0.0, "reward_share": 0.0,
+            "completion_length_mean": 50.0, "estimated_gb": 0.07, "training_clipped_share": None,
+            "models_in_memory": 1, "trainable_params": 131072, "train_steps": 40, "samples": 2560}
+
+
+def test_aggregates_over_seeds_match_a_hand_computation():
+    base = {"method": "base", "seed": None, "sampled_pass1": 0.70, "greedy_accuracy": 0.80,
+            "sampled_pass1_ci95": [0.66, 0.74], "greedy_ci95": [0.74, 0.85], "clipped_share": 0.01}
+    runs = [base, run_record("grpo", 0, 0.90, 0.94, 0.20, 0.14, 200.0),
+            run_record("grpo", 1, 0.86, 0.90, 0.16, 0.10, 220.0), run_record("grpo", 2, 0.88, 0.95, 0.18, 0.15, 210.0)]
+    methods = {a["method"]: a for a in aggregate(runs)}
+    grpo = methods["grpo"]
+    # by hand: mean 0.88, sd = sqrt(((0.02)^2 + (0.02)^2 + 0) / 2) = 0.02, half-width = 4.303 * 0.02 / sqrt(3)
+    assert grpo["n_seeds"] == 3 and grpo["seeds"] == [0, 1, 2]
+    assert grpo["sampled_pass1"] == pytest.approx(0.88) and grpo["sampled_pass1_sd"] == pytest.approx(0.02)
+    assert grpo["sampled_pass1_ci95_seeds"] == pytest.approx([0.88 - 0.049687, 0.88 + 0.049687], abs=1e-6)
+    assert grpo["greedy_accuracy"] == pytest.approx(0.93) and grpo["greedy_accuracy_sd"] == pytest.approx(0.026458,
+                                                                                                          abs=1e-6)
+    assert grpo["sampled_vs_base"] == pytest.approx(0.18)
+    assert grpo["sampled_vs_base_ci95_seeds"] == pytest.approx([0.18 - 0.049687, 0.18 + 0.049687], abs=1e-6)
+    assert grpo["beats_base"] and not grpo["flag_clipped"]
+    assert grpo["train_seconds"] == pytest.approx(210.0) and grpo["peak_memory_mb"] == pytest.approx(601.0)
+    assert methods["base"]["n_seeds"] == 1 and methods["base"]["sampled_pass1_ci95_seeds"] is None
+    assert methods["base"]["accuracy_ci95"] == [0.66, 0.74]  # one run: its own interval
+
+
+def test_sweep_writes_its_file_and_chooses_on_validation(tiny_world, tmp_path):
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO_ROOT
+
+    out = tmp_path / "sweep"
+    command = [sys.executable, "-m", "studies.comparison", "--profile", "tiny", "--sweep", "--prompts", "16",
+               "--eval_limit", "12", "--validation_k", "2", "--methods", "grpo", "dpo", "--learning_rates", "1e-4",
+               "5e-4", "--out", str(out)]
+    result = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    rows = json.loads((out / "sweep.json").read_text())
+    assert [(r["method"], r["learning_rate"]) for r in rows] == [("grpo", 1e-4), ("grpo", 5e-4), ("dpo", 1e-4),
+                                                                 ("dpo", 5e-4)]
+    for method in ("grpo", "dpo"):
+        scored = [r for r in rows if r["method"] == method]
+        assert sum(r["chosen"] for r in scored) == 1 and all(r["validation_n"] == 12 for r in scored)
+        best = max(scored, key=lambda r: r["validation_sampled_pass1"])
+        assert best["chosen"]
+    assert (out / "sweep.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # the validation split it scored on shares no problem with training or the held-out test
+    data = tiny_world / "data"
+    questions = {name: {json.loads(line)["question"] for line in (data / f"{name}.jsonl").read_text().splitlines()}
+                 for name in ("train", "validation", "test")}
+    assert len(questions["validation"]) == 200
+    assert not questions["validation"] & questions["train"] and not questions["validation"] & questions["test"]
