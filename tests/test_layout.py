@@ -133,9 +133,13 @@ def test_readme_tree_matches_the_code():
                if not list(REPO_ROOT.glob(re.sub(r"<[^>]+>", "*", f"{folder}{name}").rstrip("/")))]
     assert missing == []
     named = {f"{folder}{name}" for folder, name in entries}
+
+    def is_named(path: Path) -> bool:  # by its own name, or by a folder of its own named in the tree
+        relative = path.relative_to(REPO_ROOT)
+        return str(relative) in named or any(f"{parent}/" in named for parent in relative.parents)
+
     unnamed = [str(path.relative_to(REPO_ROOT)) for path in project_modules().values()
-               if path.name != "__init__.py" and not path.name.startswith("_")
-               and str(path.relative_to(REPO_ROOT)) not in named]
+               if path.name != "__init__.py" and not path.name.startswith("_") and not is_named(path)]
     assert unnamed == []
 
 

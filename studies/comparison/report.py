@@ -6,16 +6,45 @@ from pathlib import Path
 from core.plots import rolling_mean
 
 
+def pct(value, ci=None) -> str:
+    return "n/a" if value is None else f"{value:.1%}" + (f" [{ci[0]:.1%}, {ci[1]:.1%}]" if ci else "")
+
+
+def diff(value, ci) -> str:
+    return "" if value is None else f"{value:+.1%}" + (f" [{ci[0]:+.1%}, {ci[1]:+.1%}]" if ci else "")
+
+
+def num(value, fmt) -> str:
+    return "n/a" if value is None else format(value, fmt)
+
+
+def headline_table(summary: dict) -> str:
+    """The table the READMEs publish (tests hold each to its summary.json): per method the mean over seeds of
+    sampled pass@1 and greedy accuracy with the seeds' 95% interval (the base: its own), the paired difference
+    from the base, seconds per step and peak memory; with a code reward, the reward's time and the sandbox's rate."""
+    code = any(a.get("sandbox_programs_per_second") for a in summary["methods"])
+    lines = ["| method | sampled pass@1 | vs base | greedy | vs base | s/step | peak MB"
+             + (" | reward s (share of training) | sandbox programs/s |" if code else " |"),
+             "|---|---|---|---|---|---|---|" + ("---|---|" if code else "")]
+    for a in summary["methods"]:
+        run = next(r for r in summary["runs"] if r["method"] == a["method"])
+        base = a["method"] == "base"  # one model, evaluated once: no cost, no difference
+        sampled_ci = a["sampled_pass1_ci95_seeds"] or run["sampled_pass1_ci95"]
+        row = (f"| {a['method']} | {pct(a['sampled_pass1'], sampled_ci)} "
+               f"| {diff(a.get('sampled_vs_base'), a.get('sampled_vs_base_ci95_seeds'))} "
+               f"| {pct(a['greedy_accuracy'], a['greedy_accuracy_ci95_seeds'] or run['greedy_ci95'])} "
+               f"| {diff(a.get('greedy_vs_base'), a.get('greedy_vs_base_ci95_seeds'))} "
+               f"| {'' if base else num(a['seconds_per_step'], '.2f')} "
+               f"| {'' if base else num(a['peak_memory_mb'], '.0f')} |")
+        if code:
+            reward = f"{a['reward_seconds']:.1f} ({a['reward_share']:.0%})" if a["reward_seconds"] is not None else ""
+            rate = num(a["sandbox_programs_per_second"], ".0f") if a["sandbox_programs_per_second"] else ""
+            row += f" {reward} | {rate} |"
+        lines.append(row)
+    return "\n".join(lines)
+
+
 def write_markdown(summary: dict, settings: dict, path: Path, sweep: list | None = None) -> None:
-    def pct(value, ci=None):
-        return "n/a" if value is None else f"{value:.1%}" + (f" [{ci[0]:.1%}, {ci[1]:.1%}]" if ci else "")
-
-    def diff(value, ci):
-        return "" if value is None else f"{value:+.1%}" + (f" [{ci[0]:+.1%}, {ci[1]:+.1%}]" if ci else "")
-
-    def num(value, fmt):
-        return "n/a" if value is None else format(value, fmt)
-
     n_seeds = max(a["n_seeds"] for a in summary["methods"])
     lines = [f"# Method comparison, profile `{settings['profile']}`", "",
              f"Headline: **{settings['headline']}** (sampled pass@1 at T={settings['temperature']} from "

@@ -19,7 +19,7 @@ when training starts), what stays live between steps (adds the optimizer state),
 <out>/validation.json (a list of records: method, model, settings, measured MB, estimated MB, relative error,
 parts) and prints a table, then times the small GRPO run without the meter against the metered one
 (<out>/overhead.json: the meter's cost). `--publish` also writes results/memory/validation.json, which the
-README's validation table and tests/test_eval_memory_check.py read.
+docs/memory.md's validation table and tests/studies/memory/test_validation.py read.
 """
 
 import argparse

@@ -1,7 +1,7 @@
 import json
 import subprocess
 
-from eval import compare
+from eval import flips
 from eval.run import main as eval_main
 from tests.conftest import FIXTURES, REPO_ROOT
 
@@ -38,7 +38,7 @@ def test_sampling_reports_pass_at_k_and_compare_shows_flips(tiny_world, tmp_path
                          "--temperature", "1.0", "--out", str(tmp_path / "sampled")])
     assert 0.0 <= sampled["pass@1"] <= sampled["pass@2"] <= sampled["pass@4"] <= 1.0
     assert sampled["generation"]["k"] == 4 and not sampled["generation"]["greedy"]
-    changed = compare.main([str(tmp_path / "greedy" / "results.json"), str(tmp_path / "sampled" / "results.json")])
+    changed = flips.main([str(tmp_path / "greedy" / "results.json"), str(tmp_path / "sampled" / "results.json")])
     a = [json.loads(line)["score"] for line in (tmp_path / "greedy" / "samples.jsonl").read_text().splitlines()]
     b = [json.loads(line) for line in (tmp_path / "sampled" / "samples.jsonl").read_text().splitlines()]
     b_first = [row["score"] for row in b if row["sample"] == 0]

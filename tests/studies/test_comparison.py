@@ -5,8 +5,10 @@ import json
 import pytest
 
 from core.metrics import first_last
+from studies.comparison.report import headline_table
 from studies.comparison.runs import METHODS, steps_for
 from studies.comparison.summary import aggregate
+from tests.conftest import REPO_ROOT
 
 FIELDS = ("method", "accuracy", "accuracy_ci95", "peak_memory_mb", "train_seconds", "seconds_per_step",
           "samples_per_second", "train_steps", "models_in_memory", "trainable_params", "reward_first", "reward_last",
@@ -138,8 +140,6 @@ def test_sweep_writes_its_file_and_chooses_on_validation(tiny_world, tmp_path):
     import subprocess
     import sys
 
-    from tests.conftest import REPO_ROOT
-
     out = tmp_path / "sweep"
     command = [sys.executable, "-m", "studies.comparison", "--profile", "tiny", "--sweep", "--prompts", "16",
                "--eval_limit", "12", "--validation_k", "2", "--methods", "grpo", "dpo", "--learning_rates", "1e-4",
@@ -161,3 +161,15 @@ def test_sweep_writes_its_file_and_chooses_on_validation(tiny_world, tmp_path):
                  for name in ("train", "validation", "test")}
     assert len(questions["validation"]) == 200
     assert not questions["validation"] & questions["train"] and not questions["validation"] & questions["test"]
+
+
+@pytest.mark.parametrize("profile", ["tiny", "tiny-code"])
+def test_published_tables_are_their_summary_json(profile):
+    """The tables in results/compare/<profile>/README.md (and the main README's, for tiny) are exactly what
+    `headline_table` makes of the published summary.json: a rerun that changes the numbers changes the tables."""
+    folder = REPO_ROOT / "results" / "compare" / profile
+    table = headline_table(json.loads((folder / "summary.json").read_text()))
+    assert table.count("\n") == 6 and "| grpo | " in table
+    assert table in (folder / "README.md").read_text()
+    if profile == "tiny":
+        assert table in (REPO_ROOT / "README.md").read_text()
