@@ -50,7 +50,7 @@ RECIPE = $(LAUNCHER) recipes.$@ --config $(or $(CONFIG),recipes/configs/$(PROFIL
 help: ## this list
 	@echo "usage: make <target> [VARIABLE=value ...]"
 	@echo
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):.*## (.*)/  \1|\2/' | awk -F'|' '{printf "  %-15s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):.*## (.*)/\1|\2/' | awk -F'|' '{printf "  %-15s %s\n", $$1, $$2}'
 	@echo
 	@echo "variables:"
 	@sed -n 's/^##@ /  /p' $(MAKEFILE_LIST)

@@ -3,8 +3,8 @@
 import ast
 import re
 
-from rewards.text import completion_text
 from rewards.sandbox import RunResult, default_sandbox
+from rewards.text import completion_text
 
 _FENCED = re.compile(r"```(?:python|py)?[ \t]*\n(.*?)```", re.DOTALL)
 

@@ -153,6 +153,15 @@ def verify_answer(completion: str, gold: str) -> list:
     return [1.0 if correct else 0.0, str(answer[-1])[:200], "correct" if correct else "wrong"]
 
 
+def direct_verify(completion: str, gold: str) -> bool:
+    """math-verify called as its README shows, gold wrapped in `$...$`, without this module's reading of golds and
+    completions: the baseline `make bench-rewards` and the answer-set tests measure `math_accuracy` against. Runs
+    inside an isolated worker, like `verify_answer`."""
+    from math_verify import parse, verify
+
+    return bool(verify(parse("$" + gold + "$"), parse(completion)))
+
+
 def unparseable_golds(answers) -> list[tuple[int, str]]:
     """(index, gold) of every gold answer math_accuracy cannot parse (it scores their samples None), for the
     data checks of the recipes, `make score` and `make eval`."""

@@ -64,7 +64,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-
 HARNESS = (Path(__file__).parent / "_sandbox_harness.py").read_text()
 CHECKOUT = Path(__file__).resolve().parent.parent
 SANDBOX_UID_BASE = 61000

@@ -69,13 +69,6 @@ ANSWER_STYLES = {
 OTHER_PROBLEM_OFFSET = 7  # problem i is answered with problem i+7's gold answer
 
 
-def direct_verify(completion: str, gold: str) -> bool:
-    """math-verify called as its README shows, gold wrapped in `$...$`: the baseline for the answer sets."""
-    from math_verify import parse, verify
-
-    return bool(verify(parse("$" + gold + "$"), parse(completion)))
-
-
 def answer_agreement(path: Path = ANSWER_SETS) -> dict:
     """{source: {style: counts}}: `correct` / `direct_correct` of `n` completions stating the gold answer scored
     1.0; `zero` / `direct_zero` of `n_other` completions stating another problem's different answer scored 0.0."""
@@ -84,14 +77,14 @@ def answer_agreement(path: Path = ANSWER_SETS) -> dict:
     golds = [row["gold"] for row in rows]
     others = [golds[(i + OTHER_PROBLEM_OFFSET) % len(golds)] for i in range(len(golds))]
     # "different" by math-verify itself: two problems may share an answer (2 and 2.0 alike)
-    same = pool().map("studies.bench_rewards.direct_verify", [[f"${o}$", g] for o, g in zip(others, golds, strict=True)],
+    same = pool().map("rewards.math.direct_verify", [[f"${o}$", g] for o, g in zip(others, golds, strict=True)],
                       timeout=10)
     report: dict = {}
     for style, template in ANSWER_STYLES.items():
         for kind, answers in (("gold", golds), ("other", others)):
             completions = [template.format(a) for a in answers]
             ours = [score for score, _, _ in check_answers(completions, golds)]
-            direct = pool().map("studies.bench_rewards.direct_verify", [[c, g] for c, g in zip(completions, golds,
+            direct = pool().map("rewards.math.direct_verify", [[c, g] for c, g in zip(completions, golds,
                                                                                           strict=True)], timeout=10)
             for i, row in enumerate(rows):
                 counts = report.setdefault(row["source"], {}).setdefault(style, dict.fromkeys(

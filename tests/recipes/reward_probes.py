@@ -1,5 +1,5 @@
-"""Rewards used by the resume tests, selected by dotted path (`tests.recipes.reward_probes.record_prompts`) like any user
-reward: they log what the trainer asked them to score, so a test can compare the data order of two runs."""
+"""Rewards used by the resume tests, selected by dotted path (`tests.recipes.reward_probes.record_prompts`) like any
+user reward: they log what the trainer asked them to score, so a test can compare the data order of two runs."""
 
 import json
 import os

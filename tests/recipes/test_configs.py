@@ -65,5 +65,5 @@ def test_pytest_turns_our_future_warnings_into_errors():
 
     filters = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"][
         "filterwarnings"]
-    assert "error::FutureWarning:(recipes|rewards|eval|tasks|tests)" in filters
+    assert "error::FutureWarning:(core|recipes|rewards|eval|studies|tasks|tests)" in filters
     assert "error:`gradient_checkpointing` is deprecated:FutureWarning" in filters

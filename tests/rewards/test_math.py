@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from studies.bench_rewards import answer_agreement
 from rewards.math import check_answers, extract_answer_span, math_accuracy, unparseable_golds
+from studies.bench_rewards import answer_agreement
 from tests.conftest import REPO_ROOT
 
 CASES = [  # completion, gold, expected

@@ -10,8 +10,8 @@ import torch
 from transformers import AutoModelForCausalLM, Qwen2Config
 from trl import ModelConfig
 
-from studies.memory.estimate import GB, Settings, architecture, estimate, measured_weight_bytes, quantized_bytes
 from core.models import load_model
+from studies.memory.estimate import GB, Settings, architecture, estimate, measured_weight_bytes, quantized_bytes
 from tests.conftest import REPO_ROOT
 
 # 2 layers, hidden 64, MLP 128, 4 query heads and 2 KV heads of 16, vocabulary 100, untied lm_head.

@@ -49,7 +49,7 @@ def test_published_validation_is_the_current_estimator_within_15_percent_at_both
                              num_hidden_layers=m["layers"], num_attention_heads=m["heads"],
                              num_key_value_heads=m["kv_heads"], tie_word_embeddings=False)
         components = estimate(architecture(config), Settings(**r["settings"]))
-        # rerun `make bench-memory ARGS=--publish` when the estimator changes, so the table in docs/memory.md stays true
+        # rerun `make bench-memory ARGS=--publish` when the estimator changes, so docs/memory.md's table stays true
         assert estimated_parts(components)["peak"] == pytest.approx(r["estimated_mb"], abs=0.1), r["method"]
         assert components["total_gb"] * GB / 2**20 == pytest.approx(r["estimated_mb"], abs=0.1)
         assert abs(r["error"]) <= 0.15, (r["size"], r["method"], r["error"])
