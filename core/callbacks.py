@@ -93,8 +93,11 @@ class CostMeter(TrainerCallback):
         REWARD_TIME.clear()
         self.trainable = sum(p.numel() for p in model.parameters() if p.requires_grad) if model else None
         # a loaded base model carries its quantizer; PEFT wrappers only forward the attribute lookups
-        self.bases = sum(1 for m in model.modules()
-                         if isinstance(m, PreTrainedModel) and getattr(m, "hf_quantizer", None)) if model else None
+        self.bases = (
+            sum(1 for m in model.modules() if isinstance(m, PreTrainedModel) and getattr(m, "hf_quantizer", None))
+            if model
+            else None
+        )
         if torch.cuda.is_available():
             torch.cuda.reset_peak_memory_stats()
             return
@@ -117,22 +120,36 @@ class CostMeter(TrainerCallback):
     def on_train_end(self, args, state, control, **kwargs):
         if self.meter is not None:
             self.meter.__exit__(None, None, None)
-        record = {"train_seconds": time.time() - self.start, "train_steps": state.global_step,
-                  "trainable_params": self.trainable, "models_in_memory": self.bases,
-                  "reward_time": {name: dict(spent) for name, spent in REWARD_TIME.items()},
-                  "peak_tensor_mb": self.meter.peak_bytes / 2**20 if self.meter else None}
+        record = {
+            "train_seconds": time.time() - self.start,
+            "train_steps": state.global_step,
+            "trainable_params": self.trainable,
+            "models_in_memory": self.bases,
+            "reward_time": {name: dict(spent) for name, spent in REWARD_TIME.items()},
+            "peak_tensor_mb": self.meter.peak_bytes / 2**20 if self.meter else None,
+        }
         if self.meter is not None:
-            record["tensor_mb"] = {"model": self.model_bytes / 2**20,
-                                   "between_steps": self.between_steps_bytes / 2**20,
-                                   "peak": self.meter.peak_bytes / 2**20}
+            record["tensor_mb"] = {
+                "model": self.model_bytes / 2**20,
+                "between_steps": self.between_steps_bytes / 2**20,
+                "peak": self.meter.peak_bytes / 2**20,
+            }
         if torch.cuda.is_available():
-            record |= {"peak_memory_mb": torch.cuda.max_memory_allocated() / 2**20,
-                       "max_memory_allocated_mb": torch.cuda.max_memory_allocated() / 2**20,
-                       "measure": "torch.cuda.max_memory_allocated", "device": torch.cuda.get_device_name()}
+            record |= {
+                "peak_memory_mb": torch.cuda.max_memory_allocated() / 2**20,
+                "max_memory_allocated_mb": torch.cuda.max_memory_allocated() / 2**20,
+                "measure": "torch.cuda.max_memory_allocated",
+                "device": torch.cuda.get_device_name(),
+            }
         else:
             peak = rss_mb("VmHWM") or resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-            record |= {"peak_memory_mb": peak, "measure": self.measure, "device": "cpu",
-                       "rss_before_model_mb": RSS_BEFORE_MODEL_MB, "rss_at_train_begin_mb": self.rss_at_train_begin}
+            record |= {
+                "peak_memory_mb": peak,
+                "measure": self.measure,
+                "device": "cpu",
+                "rss_before_model_mb": RSS_BEFORE_MODEL_MB,
+                "rss_at_train_begin_mb": self.rss_at_train_begin,
+            }
         if state.is_world_process_zero:
             (self.output_dir / "cost.json").write_text(json.dumps(record, indent=2) + "\n")
 

@@ -12,8 +12,10 @@ def parse_config(parser):
     one_line_errors()
     config = sys.argv[sys.argv.index("--config") + 1] if "--config" in sys.argv[:-1] else None
     if config and not Path(config).is_file():
-        raise SystemExit(f"error: config file {config} does not exist; the shipped ones: "
-                         + ", ".join(str(p) for p in sorted(Path("recipes/configs").glob("*/*.yaml"))))
+        raise SystemExit(
+            f"error: config file {config} does not exist; the shipped ones: "
+            + ", ".join(str(p) for p in sorted(Path("recipes/configs").glob("*/*.yaml")))
+        )
     if "gradient_checkpointing" not in (Path(config).read_text() if config else "") + " ".join(sys.argv):
         # TRL 1.12's configs default the name transformers 5 deprecated (gradient_checkpointing=True), so every
         # config that does not set activation_checkpointing warns; only a user who wrote the old name is told.

@@ -43,12 +43,16 @@ def load_data(name: str, split: str = "train", config: str | None = None, requir
             raise MissingDataFile(f"dataset file {name} does not exist")
         files = sorted(p for p in path.iterdir() if local_format(p)) if path.is_dir() else [path]
         if not files:
-            raise MissingDataFile(f"dataset directory {name} holds no {'/'.join(LOCAL_SUFFIXES)} file (optionally "
-                                  f"compressed: {'/'.join(COMPRESSIONS)})")
+            raise MissingDataFile(
+                f"dataset directory {name} holds no {'/'.join(LOCAL_SUFFIXES)} file (optionally "
+                f"compressed: {'/'.join(COMPRESSIONS)})"
+            )
         builder = local_format(files[0])
         if builder is None:
-            raise DataError(f"dataset file {name}: unknown format; use {'/'.join(LOCAL_SUFFIXES)}, optionally "
-                            f"compressed ({'/'.join(COMPRESSIONS)})")
+            raise DataError(
+                f"dataset file {name}: unknown format; use {'/'.join(LOCAL_SUFFIXES)}, optionally "
+                f"compressed ({'/'.join(COMPRESSIONS)})"
+            )
         split_files = [f for f in files if f.name.startswith(split)] if path.is_dir() else files
         if not split_files:
             raise MissingDataFile(f"dataset directory {name} has no file for split {split!r}")
@@ -75,9 +79,12 @@ def warn_unparseable_golds(dataset, reward_names, source: str, column: str = "an
         return []
     bad = unparseable_golds(dataset[column])
     if bad:
-        print(f"warning: {len(bad)} of {len(dataset)} gold answers in {source} (column {column!r}) cannot be parsed; "
-              "math_accuracy scores their samples None (left out of the reward): "
-              + ", ".join(f"row {i}: {gold[:60]!r}" for i, gold in bad[:5]) + (", ..." if len(bad) > 5 else ""))
+        print(
+            f"warning: {len(bad)} of {len(dataset)} gold answers in {source} (column {column!r}) cannot be parsed; "
+            "math_accuracy scores their samples None (left out of the reward): "
+            + ", ".join(f"row {i}: {gold[:60]!r}" for i, gold in bad[:5])
+            + (", ..." if len(bad) > 5 else "")
+        )
     return bad
 
 

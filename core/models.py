@@ -27,8 +27,11 @@ def check_4bit_supported(model_args: ModelConfig) -> None:
 def model_kwargs(model_args: ModelConfig) -> dict:
     """from_pretrained kwargs: dtype, attention and, when asked, the 4-bit NF4 config from TRL's own helper."""
     resolve_dtype(model_args)
-    kwargs = {"revision": model_args.model_revision, "dtype": getattr(torch, model_args.dtype),
-              "attn_implementation": model_args.attn_implementation}
+    kwargs = {
+        "revision": model_args.model_revision,
+        "dtype": getattr(torch, model_args.dtype),
+        "attn_implementation": model_args.attn_implementation,
+    }
     quantization_config = get_quantization_config(model_args)
     if quantization_config is not None:
         kwargs["quantization_config"] = quantization_config

@@ -32,8 +32,10 @@ def rolling_mean(values: list[float], window: int) -> list[float]:
     >>> rolling_mean([1.0, 2.0, 3.0, 4.0], 2)
     [1.0, 1.5, 2.5, 3.5]
     """
-    return [sum(values[max(0, i - window + 1):i + 1]) / len(values[max(0, i - window + 1):i + 1])
-            for i in range(len(values))]
+    return [
+        sum(values[max(0, i - window + 1) : i + 1]) / len(values[max(0, i - window + 1) : i + 1])
+        for i in range(len(values))
+    ]
 
 
 def plot_runs(runs: list[Path], out: Path) -> Path | None:
@@ -63,8 +65,9 @@ def plot_runs(runs: list[Path], out: Path) -> Path | None:
             label = f"{run.name} ({key})" if len(runs) > 1 else key
             if title == "training signal":
                 ax.plot(steps, values, "o", color=color, alpha=0.35, markersize=3)
-                ax.plot(steps, rolling_mean(values, max(1, len(values) // 10)), color=color, label=f"{label}, "
-                        "rolling mean")
+                ax.plot(
+                    steps, rolling_mean(values, max(1, len(values) // 10)), color=color, label=f"{label}, rolling mean"
+                )
             else:
                 ax.plot(steps, values, color=color, label=label)
         ax.set_title(title, fontsize=10)
@@ -87,8 +90,9 @@ def main(argv=None):
     for run in args.runs:
         if not (run / "metrics.jsonl").is_file():
             raise UserError(f"{run}: no metrics.jsonl here (a run directory from make grpo/ppo/dpo/orpo?)")
-    out = args.out or (args.runs[0] / "metrics.png" if len(args.runs) == 1
-                       else args.runs[0].parent / "metrics-overlay.png")
+    out = args.out or (
+        args.runs[0] / "metrics.png" if len(args.runs) == 1 else args.runs[0].parent / "metrics-overlay.png"
+    )
     written = plot_runs(args.runs, out)
     if written is None:
         raise UserError(f"none of {', '.join(map(str, args.runs))} logged a metric to plot")

@@ -111,9 +111,16 @@ class ResumablePPOTrainer(PPOTrainer):
         sampler = EpochSeededSampler(len(self.train_dataset), self.args.seed, self.local_dataloader_batch_size, done)
         # Its own generator: creating a DataLoader iterator draws a seed, which must not come from the global RNG
         # (a resumed run creates its iterator after the RNG restore, an uninterrupted one long before).
-        self.dataloader = self.accelerator.prepare(DataLoader(
-            self.train_dataset, batch_size=self.local_dataloader_batch_size, sampler=sampler,
-            collate_fn=self.data_collator, drop_last=True, generator=torch.Generator().manual_seed(self.args.seed)))
+        self.dataloader = self.accelerator.prepare(
+            DataLoader(
+                self.train_dataset,
+                batch_size=self.local_dataloader_batch_size,
+                sampler=sampler,
+                collate_fn=self.data_collator,
+                drop_last=True,
+                generator=torch.Generator().manual_seed(self.args.seed),
+            )
+        )
 
     def _save_checkpoint(self, model, trial):
         folder = Path(self.args.output_dir) / f"checkpoint-{self.state.global_step}"
@@ -132,8 +139,7 @@ class ResumablePPOTrainer(PPOTrainer):
         if missing:
             raise ValueError(f"{checkpoint}: value weights do not fit this value model: {sorted(missing)[:3]}")
         wrapper.value_model.load_state_dict(value_weights, strict=False)
-        self.optimizer.load_state_dict(torch.load(checkpoint / "optimizer.pt", map_location="cpu",
-                                                  weights_only=True))
+        self.optimizer.load_state_dict(torch.load(checkpoint / "optimizer.pt", map_location="cpu", weights_only=True))
         self.lr_scheduler.load_state_dict(torch.load(checkpoint / "scheduler.pt", weights_only=True))
         return json.loads((checkpoint / "trainer_state.json").read_text())["global_step"]
 
@@ -142,8 +148,13 @@ def load_value_model(model_args: ModelConfig):
     """A same-size critic: the policy's base in 4-bit with its own LoRA and a trainable scalar head."""
     model = load_model(model_args, AutoModelForSequenceClassification, num_labels=1)
     model.config.pad_token_id = model.config.pad_token_id or model.config.eos_token_id
-    lora = LoraConfig(task_type="SEQ_CLS", r=model_args.lora_r, lora_alpha=model_args.lora_alpha,
-                      lora_dropout=model_args.lora_dropout, target_modules=model_args.lora_target_modules,
-                      modules_to_save=["score"])
+    lora = LoraConfig(
+        task_type="SEQ_CLS",
+        r=model_args.lora_r,
+        lora_alpha=model_args.lora_alpha,
+        lora_dropout=model_args.lora_dropout,
+        target_modules=model_args.lora_target_modules,
+        modules_to_save=["score"],
+    )
     # TRL reaches the backbone through base_model_prefix, so hand it the LoRA-injected model, not the PeftModel.
     return get_peft_model(model, lora).base_model.model

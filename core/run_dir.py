@@ -21,8 +21,11 @@ def complete_checkpoints(output_dir: str | Path) -> list[Path]:
     output_dir = Path(output_dir)
     if not output_dir.is_dir():
         return []
-    found = [p for p in output_dir.glob("checkpoint-*") if p.name.split("-")[-1].isdigit()
-             and (p / "trainer_state.json").exists()]
+    found = [
+        p
+        for p in output_dir.glob("checkpoint-*")
+        if p.name.split("-")[-1].isdigit() and (p / "trainer_state.json").exists()
+    ]
     return sorted(found, key=lambda p: int(p.name.split("-")[-1]))
 
 

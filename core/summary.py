@@ -38,19 +38,31 @@ def finish_run(trainer, method: str, output_dir: str, model_name: str, profile: 
     plot = plot_runs([out], out / "metrics.png")
     task = eval_task_for(profile, reward_names)
     summary = {
-        "method": method, "steps": trainer.state.global_step, "wall_seconds": round(time.time() - PROCESS_START, 1),
-        "train_seconds": cost.get("train_seconds"), "signal": key, "signal_first": first, "signal_last": last,
-        "peak_memory_mb": cost.get("peak_memory_mb"), "memory_measure": cost.get("measure"), "adapter": str(out),
+        "method": method,
+        "steps": trainer.state.global_step,
+        "wall_seconds": round(time.time() - PROCESS_START, 1),
+        "train_seconds": cost.get("train_seconds"),
+        "signal": key,
+        "signal_first": first,
+        "signal_last": last,
+        "peak_memory_mb": cost.get("peak_memory_mb"),
+        "memory_measure": cost.get("measure"),
+        "adapter": str(out),
         "plot": str(plot) if plot else None,
         "next": [f"make eval MODEL={model_name} ADAPTER={out} TASK={task}", f"make plot RUN={out}"],
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    signal = (f"{key} {first:.3f} -> {last:.3f} (mean of the first and last fifth of {len(curve)} logged steps)"
-              if first is not None else f"{key}: not logged")
+    signal = (
+        f"{key} {first:.3f} -> {last:.3f} (mean of the first and last fifth of {len(curve)} logged steps)"
+        if first is not None
+        else f"{key}: not logged"
+    )
     memory = f"{summary['peak_memory_mb']:,.0f} MB ({summary['memory_measure']})" if cost else "not measured"
-    print(f"\n{method.upper()} finished: {summary['steps']} steps in {summary['wall_seconds']:.0f} s "
-          f"({summary['train_seconds'] or 0:.0f} s training)\n"
-          f"  {signal}\n  peak memory {memory}\n  adapter  {out}\n"
-          + (f"  plot     {plot}\n" if plot else "")
-          + f"next:\n  {summary['next'][0]}   # held-out accuracy\n  {summary['next'][1]}   # redraw the plot\n")
+    print(
+        f"\n{method.upper()} finished: {summary['steps']} steps in {summary['wall_seconds']:.0f} s "
+        f"({summary['train_seconds'] or 0:.0f} s training)\n"
+        f"  {signal}\n  peak memory {memory}\n  adapter  {out}\n"
+        + (f"  plot     {plot}\n" if plot else "")
+        + f"next:\n  {summary['next'][0]}   # held-out accuracy\n  {summary['next'][1]}   # redraw the plot\n"
+    )
     return summary

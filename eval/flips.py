@@ -53,19 +53,28 @@ def main(argv=None):
     (a, a_samples), (b, b_samples) = load(args.a), load(args.b)
     if a["task"] != b["task"]:
         raise SystemExit(f"different tasks: {a['task']} vs {b['task']}")
-    rows = [("", "A", "B"), ("model", a["model"], b["model"]), ("adapter", str(a["adapter"]), str(b["adapter"])),
-            ("n", str(a["n"]), str(b["n"])), ("score", headline(a), headline(b)),
-            ("generation", json.dumps(a["generation"]), json.dumps(b["generation"]))]
+    rows = [
+        ("", "A", "B"),
+        ("model", a["model"], b["model"]),
+        ("adapter", str(a["adapter"]), str(b["adapter"])),
+        ("n", str(a["n"]), str(b["n"])),
+        ("score", headline(a), headline(b)),
+        ("generation", json.dumps(a["generation"]), json.dumps(b["generation"])),
+    ]
     width = max(len(r[0]) for r in rows)
     for name, left, right in rows:
         print(f"{name:<{width}}  {left:<40}  {right}")
     changed = flips(a_samples, b_samples)
-    print(f"\nflips on {changed['shared']} shared problems: A right -> B wrong: {len(changed['a_right_b_wrong'])}, "
-          f"A wrong -> B right: {len(changed['a_wrong_b_right'])}")
+    print(
+        f"\nflips on {changed['shared']} shared problems: A right -> B wrong: {len(changed['a_right_b_wrong'])}, "
+        f"A wrong -> B right: {len(changed['a_wrong_b_right'])}"
+    )
     for direction in ("a_right_b_wrong", "a_wrong_b_right"):
-        for flip in changed[direction][:args.show]:
-            print(f"\n[{direction}] {flip['prompt'][:100]!r}\n  A: {flip['a']['completion'][-120:]!r}"
-                  f"\n  B: {flip['b']['completion'][-120:]!r}")
+        for flip in changed[direction][: args.show]:
+            print(
+                f"\n[{direction}] {flip['prompt'][:100]!r}\n  A: {flip['a']['completion'][-120:]!r}"
+                f"\n  B: {flip['b']['completion'][-120:]!r}"
+            )
     return changed
 
 

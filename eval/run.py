@@ -29,8 +29,9 @@ METRICS = Path(__file__).parent / "metrics"
 
 
 def load_for_eval(model_path: str, adapter: str | None, load_in_4bit: bool):
-    model_args = ModelConfig(model_name_or_path=model_path, load_in_4bit=load_in_4bit,
-                             use_bnb_nested_quant=load_in_4bit, dtype="auto")
+    model_args = ModelConfig(
+        model_name_or_path=model_path, load_in_4bit=load_in_4bit, use_bnb_nested_quant=load_in_4bit, dtype="auto"
+    )
     model = load_model(model_args)
     tokenizer = load_tokenizer(ModelConfig(model_name_or_path=adapter or model_path))
     if adapter:
@@ -40,8 +41,9 @@ def load_for_eval(model_path: str, adapter: str | None, load_in_4bit: bool):
     return model, tokenizer
 
 
-def generate_vllm(model_path: str, adapter: str | None, prompts: list, k: int, temperature: float,
-                  max_new_tokens: int) -> list[list[str]]:
+def generate_vllm(
+    model_path: str, adapter: str | None, prompts: list, k: int, temperature: float, max_new_tokens: int
+) -> list[list[str]]:
     """The same prompts through vLLM (optional extra: `pip install vllm`); the adapter via a LoRARequest."""
     from vllm import LLM, SamplingParams
     from vllm.lora.request import LoRARequest
@@ -59,11 +61,20 @@ def correct_per_problem(records: list[dict], k: int) -> list[float]:
     >>> correct_per_problem([{"score": 1.0}, {"score": 0.0}, {"score": 1.0}, {"score": 1.0}], k=2)
     [1.0, 2.0]
     """
-    return [sum(r["score"] for r in records[i:i + k]) for i in range(0, len(records), k)]
+    return [sum(r["score"] for r in records[i : i + k]) for i in range(0, len(records), k)]
 
 
-def evaluate_model(model, tokenizer, task_name: str, rows: list[dict], k: int = 1, temperature: float = 0.0,
-                   max_new_tokens: int | None = None, batch_size: int = 64, samples: list[list[str]] | None = None):
+def evaluate_model(
+    model,
+    tokenizer,
+    task_name: str,
+    rows: list[dict],
+    k: int = 1,
+    temperature: float = 0.0,
+    max_new_tokens: int | None = None,
+    batch_size: int = 64,
+    samples: list[list[str]] | None = None,
+):
     """(summary metrics, per-sample records). Used by `make eval` and by the tiny world's build.
     `samples` (k completions per row) skips generation, e.g. when vLLM generated them."""
     import evaluate
@@ -73,22 +84,40 @@ def evaluate_model(model, tokenizer, task_name: str, rows: list[dict], k: int = 
         raise ValueError(f"k={k} samples need a temperature > 0")
     prompts = [task.messages(row) for row in rows]
     if samples is None:
-        samples = generate(model, tokenizer, prompts, max_new_tokens=max_new_tokens or task.max_new_tokens,
-                           batch_size=batch_size, temperature=temperature, num_return_sequences=k)
+        samples = generate(
+            model,
+            tokenizer,
+            prompts,
+            max_new_tokens=max_new_tokens or task.max_new_tokens,
+            batch_size=batch_size,
+            temperature=temperature,
+            num_return_sequences=k,
+        )
     flat_rows = [row for row in rows for _ in range(k)]
     verdicts = score(task, flat_rows, [c for group in samples for c in group])
-    records = [{"index": i // k, "sample": i % k, "prompt": prompts[i // k][-1]["content"], "completion": completion,
-                "extracted": extracted, "gold": flat_rows[i].get(task.gold) if task.kind == "math" else None,
-                "score": s, "reason": reason}
-               for i, (completion, (s, extracted, reason)) in enumerate(
-                   zip([c for group in samples for c in group], verdicts, strict=True))]
+    records = [
+        {
+            "index": i // k,
+            "sample": i % k,
+            "prompt": prompts[i // k][-1]["content"],
+            "completion": completion,
+            "extracted": extracted,
+            "gold": flat_rows[i].get(task.gold) if task.kind == "math" else None,
+            "score": s,
+            "reason": reason,
+        }
+        for i, (completion, (s, extracted, reason)) in enumerate(
+            zip([c for group in samples for c in group], verdicts, strict=True)
+        )
+    ]
     if k == 1:
         metrics = evaluate.load(str(METRICS / "accuracy")).compute(predictions=[r["score"] for r in records])
     else:
         correct = correct_per_problem(records, k)
         ks = [kk for kk in (1, 2, 4, 8, 16, 32, 64, 128) if kk <= k]
-        metrics = evaluate.load(str(METRICS / "pass_at_k")).compute(predictions=[int(c) for c in correct],
-                                                                    references=[k] * len(rows), k=ks)
+        metrics = evaluate.load(str(METRICS / "pass_at_k")).compute(
+            predictions=[int(c) for c in correct], references=[k] * len(rows), k=ks
+        )
         metrics["n"] = len(rows)
     return metrics, records
 
@@ -128,43 +157,67 @@ def main(argv=None):
     torch.manual_seed(args.seed)
     if args.use_vllm:
         prompts = [task.messages(row) for row in rows]
-        samples = generate_vllm(args.model, args.adapter, prompts, args.k, temperature,
-                                args.max_new_tokens or task.max_new_tokens)
+        samples = generate_vllm(
+            args.model, args.adapter, prompts, args.k, temperature, args.max_new_tokens or task.max_new_tokens
+        )
         metrics, records = evaluate_model(None, None, args.task, rows, args.k, temperature, samples=samples)
     else:
         model, tokenizer = load_for_eval(args.model, args.adapter, args.load_in_4bit)
-        metrics, records = evaluate_model(model, tokenizer, args.task, rows, args.k, temperature,
-                                          args.max_new_tokens, args.batch_size)
+        metrics, records = evaluate_model(
+            model, tokenizer, args.task, rows, args.k, temperature, args.max_new_tokens, args.batch_size
+        )
     out = Path(args.out or f"results/eval/{args.task}-{time.strftime('%Y%m%d-%H%M%S')}")
     out.mkdir(parents=True, exist_ok=True)
     results = {
-        "task": args.task, "model": args.model, "adapter": args.adapter, "n": len(rows), **metrics,
-        "generation": {"k": args.k, "temperature": temperature, "greedy": temperature == 0,
-                       "max_new_tokens": args.max_new_tokens or task.max_new_tokens, "batch_size": args.batch_size,
-                       "load_in_4bit": args.load_in_4bit, "seed": args.seed,
-                       "backend": "vllm" if args.use_vllm else "transformers"},
+        "task": args.task,
+        "model": args.model,
+        "adapter": args.adapter,
+        "n": len(rows),
+        **metrics,
+        "generation": {
+            "k": args.k,
+            "temperature": temperature,
+            "greedy": temperature == 0,
+            "max_new_tokens": args.max_new_tokens or task.max_new_tokens,
+            "batch_size": args.batch_size,
+            "load_in_4bit": args.load_in_4bit,
+            "seed": args.seed,
+            "backend": "vllm" if args.use_vllm else "transformers",
+        },
         "template": {"system_prompt": task.system_prompt, "user": task.template, "chat_template": True},
         "data": args.data or task.default_data or f"{task.hub_id}:{task.hub_config or ''}:{task.split}",
-        "versions": library_versions(), "sandbox_isolation": isolation_record(),
+        "versions": library_versions(),
+        "sandbox_isolation": isolation_record(),
         "seconds": round(time.time() - start, 1),
     }
     unparseable = sorted({r["index"] for r in records if r["reason"] == "unparseable gold"})
     if task.kind == "math":
         # A gold answer the verifier cannot read is a data problem: scored wrong, in the denominator, and named.
-        results["unparseable_gold"] = {"count": len(unparseable), "scored_as": "wrong (0), counted in n",
-                                       "examples": [{"index": i, "gold": str(rows[i][task.gold])[:200]}
-                                                    for i in unparseable[:10]]}
+        results["unparseable_gold"] = {
+            "count": len(unparseable),
+            "scored_as": "wrong (0), counted in n",
+            "examples": [{"index": i, "gold": str(rows[i][task.gold])[:200]} for i in unparseable[:10]],
+        }
     (out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
     (out / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
-    headline = (f"accuracy {metrics['accuracy']:.1%} [{metrics['accuracy_ci95'][0]:.1%}, "
-                f"{metrics['accuracy_ci95'][1]:.1%}]" if args.k == 1 else
-                ", ".join(f"{key} {value:.1%}" for key, value in metrics.items() if key.startswith("pass@")
-                          and not key.endswith("ci95")))
+    headline = (
+        f"accuracy {metrics['accuracy']:.1%} [{metrics['accuracy_ci95'][0]:.1%}, {metrics['accuracy_ci95'][1]:.1%}]"
+        if args.k == 1
+        else ", ".join(
+            f"{key} {value:.1%}"
+            for key, value in metrics.items()
+            if key.startswith("pass@") and not key.endswith("ci95")
+        )
+    )
     if unparseable:
-        print(f"warning: {len(unparseable)} of {len(rows)} gold answers cannot be parsed; scored wrong (in n): "
-              + ", ".join(repr(str(rows[i][task.gold])[:60]) for i in unparseable[:5]))
-    print(f"{args.task}: {headline} on n={len(rows)} ({args.model}{' + ' + args.adapter if args.adapter else ''}, "
-          f"{'greedy' if temperature == 0 else f'T={temperature}'}) -> {out}")
+        print(
+            f"warning: {len(unparseable)} of {len(rows)} gold answers cannot be parsed; scored wrong (in n): "
+            + ", ".join(repr(str(rows[i][task.gold])[:60]) for i in unparseable[:5])
+        )
+    print(
+        f"{args.task}: {headline} on n={len(rows)} ({args.model}{' + ' + args.adapter if args.adapter else ''}, "
+        f"{'greedy' if temperature == 0 else f'T={temperature}'}) -> {out}"
+    )
     return results
 
 

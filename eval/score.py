@@ -25,14 +25,21 @@ def explain(name: str, rows: list[dict]) -> list[tuple[float | None, str]]:
     """(score, why) per row; math and code rewards report the extracted answer/program and the verdict."""
     completions = [r["completion"] for r in rows]
     if name == "math_accuracy":
-        return [(score, f"{reason}: extracted {extracted!r}") for score, extracted, reason in
-                check_answers(completions, [r["answer"] for r in rows])]
+        return [
+            (score, f"{reason}: extracted {extracted!r}")
+            for score, extracted, reason in check_answers(completions, [r["answer"] for r in rows])
+        ]
     if name == "code_tests":
         results = run_row_tests(completions, rows)
-        return [(res.fraction, f"{res.passed}/{res.total} tests, {res.status}; program starts "
-                 f"{extract_program(completion_text(c))[:60]!r}" + (f"; stderr {res.stderr[-200:]!r}"
-                                                                     if res.stderr else ""))
-                for res, c in zip(results, completions, strict=True)]
+        return [
+            (
+                res.fraction,
+                f"{res.passed}/{res.total} tests, {res.status}; program starts "
+                f"{extract_program(completion_text(c))[:60]!r}"
+                + (f"; stderr {res.stderr[-200:]!r}" if res.stderr else ""),
+            )
+            for res, c in zip(results, completions, strict=True)
+        ]
     (func,) = get_reward_funcs([name])
     columns = {k: [r.get(k) for r in rows] for k in rows[0] if k != "completion"}
     return [(score, "") for score in func(completions, **columns)]
@@ -94,16 +101,20 @@ def main(argv=None):
         unparseable = [i for i, (_, why) in enumerate(verdicts["math_accuracy"]) if why.startswith("unparseable gold")]
         if unparseable:
             examples = ", ".join(f"[{i}] {str(rows[i]['answer'])[:60]!r}" for i in unparseable[:5])
-            print(f"\nunparseable gold answers: {len(unparseable)} of {len(rows)} (math_accuracy scores them None, "
-                  f"left out of its mean): {examples}" + (", ..." if len(unparseable) > 5 else ""))
+            print(
+                f"\nunparseable gold answers: {len(unparseable)} of {len(rows)} (math_accuracy scores them None, "
+                f"left out of its mean): {examples}" + (", ..." if len(unparseable) > 5 else "")
+            )
     print("\ndistribution:")
     for name in names:
         scores = [s for s, _ in verdicts[name]]
         valid = [s for s in scores if s is not None]
         mean = sum(valid) / len(valid) if valid else float("nan")
         counts = Counter(round(s, 3) if s is not None else None for s in scores)
-        print(f"  {name}: mean {mean:.3f} over {len(valid)}/{len(scores)}; "
-              + ", ".join(f"{k}: {v}" for k, v in sorted(counts.items(), key=lambda kv: str(kv[0]))))
+        print(
+            f"  {name}: mean {mean:.3f} over {len(valid)}/{len(scores)}; "
+            + ", ".join(f"{k}: {v}" for k, v in sorted(counts.items(), key=lambda kv: str(kv[0])))
+        )
 
 
 if __name__ == "__main__":

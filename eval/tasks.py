@@ -35,22 +35,58 @@ class Task:
 
 
 TASKS = {
-    "gsm8k": Task("gsm8k", "openai/gsm8k", "main", "test", ("question", "answer"),
-                  "{question}\n" + BOXED_INSTRUCTION),
-    "math500": Task("math500", "HuggingFaceH4/MATH-500", None, "test", ("problem", "answer"),
-                    "{problem}\n" + BOXED_INSTRUCTION, max_new_tokens=1024),
-    "humaneval": Task("humaneval", "openai/openai_humaneval", None, "test", ("prompt", "test", "entry_point"),
-                      "Complete the following Python function. Return the whole function in one ```python block."
-                      "\n\n```python\n{prompt}```", kind="code"),
-    "mbpp": Task("mbpp", "google-research-datasets/mbpp", "full", "test", ("text", "test_list"),
-                 "{text}\nYour code should pass these tests:\n{tests_shown}\nReturn the code in one ```python "
-                 "block.", kind="code"),
+    "gsm8k": Task("gsm8k", "openai/gsm8k", "main", "test", ("question", "answer"), "{question}\n" + BOXED_INSTRUCTION),
+    "math500": Task(
+        "math500",
+        "HuggingFaceH4/MATH-500",
+        None,
+        "test",
+        ("problem", "answer"),
+        "{problem}\n" + BOXED_INSTRUCTION,
+        max_new_tokens=1024,
+    ),
+    "humaneval": Task(
+        "humaneval",
+        "openai/openai_humaneval",
+        None,
+        "test",
+        ("prompt", "test", "entry_point"),
+        "Complete the following Python function. Return the whole function in one ```python block."
+        "\n\n```python\n{prompt}```",
+        kind="code",
+    ),
+    "mbpp": Task(
+        "mbpp",
+        "google-research-datasets/mbpp",
+        "full",
+        "test",
+        ("text", "test_list"),
+        "{text}\nYour code should pass these tests:\n{tests_shown}\nReturn the code in one ```python block.",
+        kind="code",
+    ),
     # The tiny worlds' held-out sets, prompted exactly as their models were trained (no instruction, no system
     # prompt); the code world's tests are hidden from the prompt, as in its training.
-    "tiny": Task("tiny", None, None, "test", ("question", "answer"), "{question}",
-                 default_data="artifacts/tiny/data/test.jsonl", max_new_tokens=96),
-    "tiny-code": Task("tiny-code", None, None, "test", ("text", "test_list"), "{text}", kind="code",
-                      default_data="artifacts/tiny-code/data/test.jsonl", max_new_tokens=64),
+    "tiny": Task(
+        "tiny",
+        None,
+        None,
+        "test",
+        ("question", "answer"),
+        "{question}",
+        default_data="artifacts/tiny/data/test.jsonl",
+        max_new_tokens=96,
+    ),
+    "tiny-code": Task(
+        "tiny-code",
+        None,
+        None,
+        "test",
+        ("text", "test_list"),
+        "{text}",
+        kind="code",
+        default_data="artifacts/tiny-code/data/test.jsonl",
+        max_new_tokens=64,
+    ),
 }
 
 
@@ -78,11 +114,16 @@ def prepare_row(task: Task, row: dict) -> dict:
 def score(task: Task, rows: list[dict], completions: list[str]) -> list[tuple[float, str | None, str]]:
     """(score, extracted answer or program, reason) per completion, with the training verifiers."""
     if task.kind == "math":
-        return [(s or 0.0, extracted, reason) for s, extracted, reason in
-                check_answers(completions, [row[task.gold] for row in rows])]
+        return [
+            (s or 0.0, extracted, reason)
+            for s, extracted, reason in check_answers(completions, [row[task.gold] for row in rows])
+        ]
     results = run_row_tests(completions, rows)  # the same adapter as the recipes' (MBPP, HumanEval, tests)
-    programs = [program_for(c, code_test_columns(row)["code_prefix"]) for c, row in zip(completions, rows,
-                                                                                        strict=True)]
+    programs = [
+        program_for(c, code_test_columns(row)["code_prefix"]) for c, row in zip(completions, rows, strict=True)
+    ]
     # A problem is solved only when every test passes (as in the HumanEval/MBPP papers).
-    return [(float(r.total > 0 and r.passed == r.total), program[:2000], f"{r.passed}/{r.total} tests, {r.status}")
-            for r, program in zip(results, programs, strict=True)]
+    return [
+        (float(r.total > 0 and r.passed == r.total), program[:2000], f"{r.passed}/{r.total} tests, {r.status}")
+        for r, program in zip(results, programs, strict=True)
+    ]

@@ -27,8 +27,12 @@ class ScriptArguments:
     dataset_train_split: str = "train"
     max_train_samples: int | None = None
     profile: str = "tiny"
-    measure_tensor_memory: bool = field(default=False, metadata={
-        "help": "also measure the peak of live tensor bytes (core.memory_meter) into cost.json; slows training"})
+    measure_tensor_memory: bool = field(
+        default=False,
+        metadata={
+            "help": "also measure the peak of live tensor bytes (core.memory_meter) into cost.json; slows training"
+        },
+    )
 
 
 def main(script_args: ScriptArguments, training_args: DPOConfig, model_args: ModelConfig):
@@ -37,8 +41,12 @@ def main(script_args: ScriptArguments, training_args: DPOConfig, model_args: Mod
         raise SystemExit("this recipe trains LoRA adapters (use_peft: true): the reference is the adapter-less base")
 
     # ----- data -----
-    dataset = load_data(script_args.dataset_name, script_args.dataset_train_split,
-                               script_args.dataset_config, required_columns=["prompt", "chosen", "rejected"])
+    dataset = load_data(
+        script_args.dataset_name,
+        script_args.dataset_train_split,
+        script_args.dataset_config,
+        required_columns=["prompt", "chosen", "rejected"],
+    )
     if script_args.max_train_samples:
         dataset = dataset.select(range(min(script_args.max_train_samples, len(dataset))))
     dataset = dataset.select_columns(["prompt", "chosen", "rejected"])
@@ -50,8 +58,12 @@ def main(script_args: ScriptArguments, training_args: DPOConfig, model_args: Mod
 
     # ----- trainer -----
     trainer = DPOTrainer(
-        model=model_args.model_name_or_path, ref_model=None, args=training_args, train_dataset=dataset,
-        processing_class=tokenizer, peft_config=get_peft_config(model_args),
+        model=model_args.model_name_or_path,
+        ref_model=None,
+        args=training_args,
+        train_dataset=dataset,
+        processing_class=tokenizer,
+        peft_config=get_peft_config(model_args),
         callbacks=run_callbacks(training_args.output_dir, script_args.measure_tensor_memory),
     )
     if trainer.is_world_process_zero():
@@ -62,8 +74,7 @@ def main(script_args: ScriptArguments, training_args: DPOConfig, model_args: Mod
     trainer.save_model(training_args.output_dir)
     if trainer.is_world_process_zero():
         tokenizer.save_pretrained(training_args.output_dir)
-    finish_run(trainer, "dpo", training_args.output_dir, model_args.model_name_or_path,
-                      script_args.profile, ())
+    finish_run(trainer, "dpo", training_args.output_dir, model_args.model_name_or_path, script_args.profile, ())
     return trainer
 
 

@@ -33,29 +33,44 @@ class ScriptArguments:
     dataset_config: str | None = None
     dataset_train_split: str = "train"
     prompt_column: str = "question"
-    prompt_template: str | None = field(default=None, metadata={
-        "help": "user message built from the row's columns, e.g. '{text}\\nTests:\\n{test_list}'; else prompt_column"})
+    prompt_template: str | None = field(
+        default=None,
+        metadata={
+            "help": "user message built from the row's columns, e.g. '{text}\\nTests:\\n{test_list}'; "
+            "else prompt_column"
+        },
+    )
     system_prompt: str | None = None
     max_train_samples: int | None = None
     reward_funcs: list[str] = field(default_factory=lambda: ["math_accuracy"])
     reward_kwargs: dict = field(default_factory=dict, metadata={"help": "reward name -> keyword arguments"})
     profile: str = "tiny"
-    measure_tensor_memory: bool = field(default=False, metadata={
-        "help": "also measure the peak of live tensor bytes (core.memory_meter) into cost.json; slows training"})
+    measure_tensor_memory: bool = field(
+        default=False,
+        metadata={
+            "help": "also measure the peak of live tensor bytes (core.memory_meter) into cost.json; slows training"
+        },
+    )
 
 
 def preflight(script_args: ScriptArguments, training_args: GRPOConfig, model_args: ModelConfig) -> None:
     """Everything that can be checked before a model is loaded."""
     generation_batch = training_args.per_device_train_batch_size * training_args.gradient_accumulation_steps
     if generation_batch % training_args.num_generations:
-        raise SystemExit(f"per_device_train_batch_size x gradient_accumulation_steps = {generation_batch} is not "
-                         f"divisible by num_generations = {training_args.num_generations}")
+        raise SystemExit(
+            f"per_device_train_batch_size x gradient_accumulation_steps = {generation_batch} is not "
+            f"divisible by num_generations = {training_args.num_generations}"
+        )
     if training_args.reward_weights and len(training_args.reward_weights) != len(script_args.reward_funcs):
-        raise SystemExit(f"reward_weights has {len(training_args.reward_weights)} entries for "
-                         f"{len(script_args.reward_funcs)} reward_funcs {script_args.reward_funcs}")
+        raise SystemExit(
+            f"reward_weights has {len(training_args.reward_weights)} entries for "
+            f"{len(script_args.reward_funcs)} reward_funcs {script_args.reward_funcs}"
+        )
     if training_args.use_vllm and (model_args.load_in_4bit or model_args.load_in_8bit):
-        raise SystemExit("use_vllm with a 4-bit/8-bit base: vLLM weight sync needs merged LoRA weights, which a "
-                         "quantized base cannot take. Use a bf16 base with vLLM, or use_vllm: false.")
+        raise SystemExit(
+            "use_vllm with a 4-bit/8-bit base: vLLM weight sync needs merged LoRA weights, which a "
+            "quantized base cannot take. Use a bf16 base with vLLM, or use_vllm: false."
+        )
     try:
         get_reward_funcs(script_args.reward_funcs, script_args.reward_kwargs)
     except (ValueError, SandboxUnavailable) as error:
@@ -67,20 +82,27 @@ def main(script_args: ScriptArguments, training_args: GRPOConfig, model_args: Mo
     preflight(script_args, training_args, model_args)
 
     # ----- data -----
-    needed = [*prompt_columns(script_args.prompt_column, script_args.prompt_template),
-              *required_columns(script_args.reward_funcs)]
-    dataset = load_data(script_args.dataset_name, script_args.dataset_train_split, script_args.dataset_config,
-                               required_columns=needed)
+    needed = [
+        *prompt_columns(script_args.prompt_column, script_args.prompt_template),
+        *required_columns(script_args.reward_funcs),
+    ]
+    dataset = load_data(
+        script_args.dataset_name, script_args.dataset_train_split, script_args.dataset_config, required_columns=needed
+    )
     if script_args.max_train_samples:
         dataset = dataset.select(range(min(script_args.max_train_samples, len(dataset))))
     warn_unparseable_golds(dataset, script_args.reward_funcs, script_args.dataset_name)
     dataset = with_code_test_columns(dataset, script_args.reward_funcs, script_args.dataset_name)
-    dataset = dataset.map(lambda row: {"prompt": prompt_messages(
-        prompt_text(row, script_args.prompt_column, script_args.prompt_template), script_args.system_prompt)})
+    dataset = dataset.map(
+        lambda row: {
+            "prompt": prompt_messages(
+                prompt_text(row, script_args.prompt_column, script_args.prompt_template), script_args.system_prompt
+            )
+        }
+    )
 
     # ----- rewards -----
-    reward_funcs = [TimedReward(f) for f in get_reward_funcs(script_args.reward_funcs,
-                                                                        script_args.reward_kwargs)]
+    reward_funcs = [TimedReward(f) for f in get_reward_funcs(script_args.reward_funcs, script_args.reward_kwargs)]
 
     # ----- model -----
     resume = resolve_run_dir(training_args, "grpo", script_args.profile)
@@ -89,8 +111,12 @@ def main(script_args: ScriptArguments, training_args: GRPOConfig, model_args: Mo
 
     # ----- trainer -----
     trainer = GRPOTrainer(
-        model=model_args.model_name_or_path, reward_funcs=reward_funcs, args=training_args, train_dataset=dataset,
-        processing_class=tokenizer, peft_config=get_peft_config(model_args),
+        model=model_args.model_name_or_path,
+        reward_funcs=reward_funcs,
+        args=training_args,
+        train_dataset=dataset,
+        processing_class=tokenizer,
+        peft_config=get_peft_config(model_args),
         callbacks=run_callbacks(training_args.output_dir, script_args.measure_tensor_memory),
     )
     if trainer.is_world_process_zero():
@@ -101,8 +127,14 @@ def main(script_args: ScriptArguments, training_args: GRPOConfig, model_args: Mo
     trainer.save_model(training_args.output_dir)
     if trainer.is_world_process_zero():
         tokenizer.save_pretrained(training_args.output_dir)
-    finish_run(trainer, "grpo", training_args.output_dir, model_args.model_name_or_path,
-                      script_args.profile, script_args.reward_funcs)
+    finish_run(
+        trainer,
+        "grpo",
+        training_args.output_dir,
+        model_args.model_name_or_path,
+        script_args.profile,
+        script_args.reward_funcs,
+    )
     return trainer
 
 

@@ -28,8 +28,12 @@ class ScriptArguments:
     dataset_train_split: str = "train"
     max_train_samples: int | None = None
     profile: str = "tiny"
-    measure_tensor_memory: bool = field(default=False, metadata={
-        "help": "also measure the peak of live tensor bytes (core.memory_meter) into cost.json; slows training"})
+    measure_tensor_memory: bool = field(
+        default=False,
+        metadata={
+            "help": "also measure the peak of live tensor bytes (core.memory_meter) into cost.json; slows training"
+        },
+    )
 
 
 def main(script_args: ScriptArguments, training_args: ORPOConfig, model_args: ModelConfig):
@@ -38,8 +42,12 @@ def main(script_args: ScriptArguments, training_args: ORPOConfig, model_args: Mo
         raise SystemExit("this recipe trains LoRA adapters (use_peft: true)")
 
     # ----- data -----
-    dataset = load_data(script_args.dataset_name, script_args.dataset_train_split,
-                               script_args.dataset_config, required_columns=["prompt", "chosen", "rejected"])
+    dataset = load_data(
+        script_args.dataset_name,
+        script_args.dataset_train_split,
+        script_args.dataset_config,
+        required_columns=["prompt", "chosen", "rejected"],
+    )
     if script_args.max_train_samples:
         dataset = dataset.select(range(min(script_args.max_train_samples, len(dataset))))
     dataset = dataset.select_columns(["prompt", "chosen", "rejected"])
@@ -51,8 +59,11 @@ def main(script_args: ScriptArguments, training_args: ORPOConfig, model_args: Mo
 
     # ----- trainer -----
     trainer = ORPOTrainer(
-        model=model_args.model_name_or_path, args=training_args, train_dataset=dataset,
-        processing_class=tokenizer, peft_config=get_peft_config(model_args),
+        model=model_args.model_name_or_path,
+        args=training_args,
+        train_dataset=dataset,
+        processing_class=tokenizer,
+        peft_config=get_peft_config(model_args),
         callbacks=run_callbacks(training_args.output_dir, script_args.measure_tensor_memory),
     )
     if trainer.is_world_process_zero():
@@ -63,8 +74,7 @@ def main(script_args: ScriptArguments, training_args: ORPOConfig, model_args: Mo
     trainer.save_model(training_args.output_dir)
     if trainer.is_world_process_zero():
         tokenizer.save_pretrained(training_args.output_dir)
-    finish_run(trainer, "orpo", training_args.output_dir, model_args.model_name_or_path,
-                      script_args.profile, ())
+    finish_run(trainer, "orpo", training_args.output_dir, model_args.model_name_or_path, script_args.profile, ())
     return trainer
 
 

@@ -38,8 +38,13 @@ class PairsArguments:
     dataset_config: str | None = None
     dataset_train_split: str = "train"
     prompt_column: str = "question"
-    prompt_template: str | None = field(default=None, metadata={
-        "help": "user message built from the row's columns, e.g. '{text}\\nTests:\\n{test_list}'; else prompt_column"})
+    prompt_template: str | None = field(
+        default=None,
+        metadata={
+            "help": "user message built from the row's columns, e.g. '{text}\\nTests:\\n{test_list}'; "
+            "else prompt_column"
+        },
+    )
     system_prompt: str | None = None
     max_prompts: int | None = None
     reward_funcs: list[str] = field(default_factory=lambda: ["math_accuracy"])
@@ -78,8 +83,7 @@ def main(args: PairsArguments, model_args: ModelConfig):
         raise SystemExit(f"num_samples must be >= 2 to form a pair, got {args.num_samples}")
 
     # ----- data -----
-    needed = [*prompt_columns(args.prompt_column, args.prompt_template),
-              *required_columns(args.reward_funcs)]
+    needed = [*prompt_columns(args.prompt_column, args.prompt_template), *required_columns(args.reward_funcs)]
     dataset = load_data(args.dataset_name, args.dataset_train_split, args.dataset_config, needed)
     if args.max_prompts:
         dataset = dataset.select(range(min(args.max_prompts, len(dataset))))
@@ -92,22 +96,38 @@ def main(args: PairsArguments, model_args: ModelConfig):
     tokenizer = load_tokenizer(model_args)
 
     # ----- sample and score -----
-    prompts = [prompt_messages(prompt_text(row, args.prompt_column, args.prompt_template),
-                                      args.system_prompt) for row in dataset]
-    samples = generate(model, tokenizer, prompts, max_new_tokens=args.max_new_tokens,
-                              batch_size=max(1, args.batch_size // args.num_samples),
-                              temperature=args.temperature, num_return_sequences=args.num_samples)
+    prompts = [
+        prompt_messages(prompt_text(row, args.prompt_column, args.prompt_template), args.system_prompt)
+        for row in dataset
+    ]
+    samples = generate(
+        model,
+        tokenizer,
+        prompts,
+        max_new_tokens=args.max_new_tokens,
+        batch_size=max(1, args.batch_size // args.num_samples),
+        temperature=args.temperature,
+        num_return_sequences=args.num_samples,
+    )
     gold_columns = [c for c in dataset.column_names if c != args.prompt_column]
     rows = []
     for prompt, completions, gold in zip(prompts, samples, dataset, strict=True):
         columns = {c: [gold[c]] * len(completions) for c in gold_columns}
-        pair = best_and_worst(completions, weighted_sum(reward_funcs, weights, completions, **columns),
-                              args.min_margin)
+        pair = best_and_worst(
+            completions, weighted_sum(reward_funcs, weights, completions, **columns), args.min_margin
+        )
         if pair:
             chosen, rejected, score_chosen, score_rejected = pair
-            rows.append({"prompt": prompt, "chosen": [{"role": "assistant", "content": chosen}],
-                         "rejected": [{"role": "assistant", "content": rejected}], "score_chosen": score_chosen,
-                         "score_rejected": score_rejected, **{c: gold[c] for c in gold_columns}})
+            rows.append(
+                {
+                    "prompt": prompt,
+                    "chosen": [{"role": "assistant", "content": chosen}],
+                    "rejected": [{"role": "assistant", "content": rejected}],
+                    "score_chosen": score_chosen,
+                    "score_rejected": score_rejected,
+                    **{c: gold[c] for c in gold_columns},
+                }
+            )
 
     # ----- save -----
     out = Path(args.output)
@@ -118,8 +138,10 @@ def main(args: PairsArguments, model_args: ModelConfig):
         datasets.Dataset.from_list(rows).to_parquet(str(out))
     else:
         out.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    print(f"{len(rows)} pairs from {len(prompts)} prompts ({args.num_samples} samples each, margin >= "
-          f"{args.min_margin}) -> {out}")
+    print(
+        f"{len(rows)} pairs from {len(prompts)} prompts ({args.num_samples} samples each, margin >= "
+        f"{args.min_margin}) -> {out}"
+    )
     return rows
 
 

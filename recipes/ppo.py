@@ -41,8 +41,13 @@ class ScriptArguments:
     dataset_config: str | None = None
     dataset_train_split: str = "train"
     prompt_column: str = "question"
-    prompt_template: str | None = field(default=None, metadata={
-        "help": "user message built from the row's columns, e.g. '{text}\\nTests:\\n{test_list}'; else prompt_column"})
+    prompt_template: str | None = field(
+        default=None,
+        metadata={
+            "help": "user message built from the row's columns, e.g. '{text}\\nTests:\\n{test_list}'; "
+            "else prompt_column"
+        },
+    )
     system_prompt: str | None = None
     max_train_samples: int | None = None
     reward_funcs: list[str] = field(default_factory=lambda: ["math_accuracy"])
@@ -50,16 +55,21 @@ class ScriptArguments:
     reward_kwargs: dict = field(default_factory=dict)
     use_reward_model: bool = field(default=False, metadata={"help": "score with reward_model_path, not functions"})
     profile: str = "tiny"
-    measure_tensor_memory: bool = field(default=False, metadata={
-        "help": "also measure the peak of live tensor bytes (core.memory_meter) into cost.json; slows training"})
+    measure_tensor_memory: bool = field(
+        default=False,
+        metadata={
+            "help": "also measure the peak of live tensor bytes (core.memory_meter) into cost.json; slows training"
+        },
+    )
 
 
 def main(script_args: ScriptArguments, training_args: PPOConfig, model_args: ModelConfig):
     # ----- pre-flight -----
     if not script_args.use_reward_model:
         try:
-            reward_funcs = [TimedReward(f) for f in get_reward_funcs(script_args.reward_funcs,
-                                                                            script_args.reward_kwargs)]
+            reward_funcs = [
+                TimedReward(f) for f in get_reward_funcs(script_args.reward_funcs, script_args.reward_kwargs)
+            ]
         except (ValueError, SandboxUnavailable) as error:
             raise SystemExit(str(error)) from error
         weights = script_args.reward_weights or [1.0] * len(reward_funcs)
@@ -73,16 +83,22 @@ def main(script_args: ScriptArguments, training_args: PPOConfig, model_args: Mod
     needed = prompt_columns(script_args.prompt_column, script_args.prompt_template)
     if not script_args.use_reward_model:
         needed += required_columns(script_args.reward_funcs)
-    dataset = load_data(script_args.dataset_name, script_args.dataset_train_split, script_args.dataset_config,
-                               required_columns=needed)
+    dataset = load_data(
+        script_args.dataset_name, script_args.dataset_train_split, script_args.dataset_config, required_columns=needed
+    )
     if script_args.max_train_samples:
         dataset = dataset.select(range(min(script_args.max_train_samples, len(dataset))))
-    batch = (training_args.per_device_train_batch_size * training_args.gradient_accumulation_steps
-             * training_args.num_mini_batches)
+    batch = (
+        training_args.per_device_train_batch_size
+        * training_args.gradient_accumulation_steps
+        * training_args.num_mini_batches
+    )
     if len(dataset) < batch:
-        raise DataError(f"dataset {script_args.dataset_name} has {len(dataset)} prompts, fewer than one PPO "
-                               f"batch ({batch} = per_device_train_batch_size x gradient_accumulation_steps x "
-                               "num_mini_batches)")
+        raise DataError(
+            f"dataset {script_args.dataset_name} has {len(dataset)} prompts, fewer than one PPO "
+            f"batch ({batch} = per_device_train_batch_size x gradient_accumulation_steps x "
+            "num_mini_batches)"
+        )
     if not script_args.use_reward_model:
         warn_unparseable_golds(dataset, script_args.reward_funcs, script_args.dataset_name)
         dataset = with_code_test_columns(dataset, script_args.reward_funcs, script_args.dataset_name)
@@ -92,28 +108,36 @@ def main(script_args: ScriptArguments, training_args: PPOConfig, model_args: Mod
     def tokenize(row):
         text = prompt_text(row, script_args.prompt_column, script_args.prompt_template)
         messages = prompt_messages(text, script_args.system_prompt)
-        return {"input_ids": tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True,
-                                                           return_dict=False)}
+        return {
+            "input_ids": tokenizer.apply_chat_template(
+                messages, add_generation_prompt=True, tokenize=True, return_dict=False
+            )
+        }
 
     gold_columns = [c for c in dataset.column_names if c != script_args.prompt_column]
     train_dataset = dataset.map(tokenize, remove_columns=dataset.column_names)
 
     # ----- rewards -----
     if script_args.use_reward_model:
-        reward_model = AutoModelForSequenceClassification.from_pretrained(training_args.reward_model_path,
-                                                                          num_labels=1)
+        reward_model = AutoModelForSequenceClassification.from_pretrained(
+            training_args.reward_model_path, num_labels=1
+        )
     else:
         prompts_to_columns = {
             tuple(ids): {c: row[c] for c in gold_columns}
             | {"prompts": prompt_text(row, script_args.prompt_column, script_args.prompt_template)}
-            for ids, row in zip(train_dataset["input_ids"], dataset, strict=True)}
+            for ids, row in zip(train_dataset["input_ids"], dataset, strict=True)
+        }
         reward_model = RewardFunctionModel(tokenizer, reward_funcs, weights, prompts_to_columns)
 
     # ----- model -----
     resume = resolve_run_dir(training_args, "ppo", script_args.profile)
     if training_args.max_steps and training_args.max_steps > 0:  # `--max_steps` works as for the other recipes
-        per_update = (training_args.per_device_train_batch_size * training_args.gradient_accumulation_steps
-                      * training_args.num_mini_batches)
+        per_update = (
+            training_args.per_device_train_batch_size
+            * training_args.gradient_accumulation_steps
+            * training_args.num_mini_batches
+        )
         training_args.total_episodes = training_args.max_steps * per_update
     # The adapter goes on here, not through PPOTrainer's peft_config: with bf16 and a 4-bit base TRL then casts the
     # norms to fp32 but leaves lm_head in bf16, and generation (outside autocast) fails on the dtype mismatch.
@@ -125,8 +149,13 @@ def main(script_args: ScriptArguments, training_args: PPOConfig, model_args: Mod
 
     # ----- trainer -----
     trainer = ResumablePPOTrainer(
-        args=training_args, processing_class=tokenizer, model=policy, ref_model=None, reward_model=reward_model,
-        value_model=value_model, train_dataset=train_dataset,
+        args=training_args,
+        processing_class=tokenizer,
+        model=policy,
+        ref_model=None,
+        reward_model=reward_model,
+        value_model=value_model,
+        train_dataset=train_dataset,
         callbacks=run_callbacks(training_args.output_dir, script_args.measure_tensor_memory),
         resume_from=resume,
     )
@@ -138,8 +167,14 @@ def main(script_args: ScriptArguments, training_args: PPOConfig, model_args: Mod
     trainer.save_model(training_args.output_dir)
     if trainer.is_world_process_zero():
         tokenizer.save_pretrained(training_args.output_dir)
-    finish_run(trainer, "ppo", training_args.output_dir, model_args.model_name_or_path,
-                      script_args.profile, script_args.reward_funcs)
+    finish_run(
+        trainer,
+        "ppo",
+        training_args.output_dir,
+        model_args.model_name_or_path,
+        script_args.profile,
+        script_args.reward_funcs,
+    )
     return trainer
 
 

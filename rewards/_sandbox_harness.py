@@ -16,8 +16,15 @@ MS_NOATIME, MS_NODIRATIME, MS_RELATIME, MS_STRICTATIME = 1024, 2048, 1 << 21, 1 
 SYS_MOUNT_SETATTR, AT_FDCWD, AT_RECURSIVE, MOUNT_ATTR_RDONLY = 442, -100, 0x8000, 1
 PR_CAPBSET_DROP, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, PR_SET_NO_NEW_PRIVS = 24, 47, 4, 38
 # Flags a user namespace locks on mounts it inherits: a remount must repeat them or the kernel refuses it.
-LOCKED_OPTIONS = {"nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC, "noatime": MS_NOATIME,
-                  "nodiratime": MS_NODIRATIME, "relatime": MS_RELATIME, "strictatime": MS_STRICTATIME}
+LOCKED_OPTIONS = {
+    "nosuid": MS_NOSUID,
+    "nodev": MS_NODEV,
+    "noexec": MS_NOEXEC,
+    "noatime": MS_NOATIME,
+    "nodiratime": MS_NODIRATIME,
+    "relatime": MS_RELATIME,
+    "strictatime": MS_STRICTATIME,
+}
 
 
 def _libc():
@@ -60,11 +67,27 @@ def enter_private_filesystem(job: dict) -> None:
     make_tree_read_only(job["readonly_method"])
     for target in job["hide"]:
         if os.path.isdir(target):  # inside an already hidden directory it no longer exists
-            check(libc.mount(b"tmpfs", target.encode(), b"tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
-                             b"size=4k,mode=0755"), f"hide {target}")
+            check(
+                libc.mount(
+                    b"tmpfs",
+                    target.encode(),
+                    b"tmpfs",
+                    MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                    b"size=4k,mode=0755",
+                ),
+                f"hide {target}",
+            )
     for target in job["mounts"]:
-        check(libc.mount(b"tmpfs", target.encode(), b"tmpfs", MS_NOSUID | MS_NODEV,
-                         f"size={job['tmpfs_bytes']},mode=1777".encode()), f"tmpfs on {target}")
+        check(
+            libc.mount(
+                b"tmpfs",
+                target.encode(),
+                b"tmpfs",
+                MS_NOSUID | MS_NODEV,
+                f"size={job['tmpfs_bytes']},mode=1777".encode(),
+            ),
+            f"tmpfs on {target}",
+        )
     os.chdir(job["mounts"][0])
     drop_privileges(job["uid"])
 
@@ -114,10 +137,25 @@ def main():
         # The nonce lives in this frame only: deny every way of reaching another frame's locals or all objects.
         if event == "sys._getframe":
             raise ValueError("sandbox: frame introspection is not allowed")  # what stdlib callers already catch
-        if event == "object.__getattr__" and args[1] in blocked_attributes or event.startswith(
-            ("gc.", "sys._current_frames", "sys.settrace", "sys.setprofile", "ctypes", "sys.addaudithook",
-             "cpython.PyInterpreterState", "sys.monitoring")
-        ) or event == "open" and isinstance(args[0], str) and args[0].startswith("/proc/"):
+        if (
+            event == "object.__getattr__"
+            and args[1] in blocked_attributes
+            or event.startswith(
+                (
+                    "gc.",
+                    "sys._current_frames",
+                    "sys.settrace",
+                    "sys.setprofile",
+                    "ctypes",
+                    "sys.addaudithook",
+                    "cpython.PyInterpreterState",
+                    "sys.monitoring",
+                )
+            )
+            or event == "open"
+            and isinstance(args[0], str)
+            and args[0].startswith("/proc/")
+        ):
             raise RuntimeError(f"sandbox: {event} is not allowed")
 
     # `types` reads a traceback's tb_frame once, at import; imported after the seal it would fail every program that

@@ -57,16 +57,21 @@ def code_test_columns(row: dict) -> dict:
     if style == "mbpp":
         return {"tests": list(row["test_list"]), "setup": row.get("test_setup_code") or "", "code_prefix": ""}
     # humaneval: completions may restate the whole function or give only its body after the signature in `prompt`
-    return {"tests": row["test"] + f"\ncheck({row['entry_point']})\n", "setup": "",
-            "code_prefix": row.get("prompt") if isinstance(row.get("prompt"), str) else ""}
+    return {
+        "tests": row["test"] + f"\ncheck({row['entry_point']})\n",
+        "setup": "",
+        "code_prefix": row.get("prompt") if isinstance(row.get("prompt"), str) else "",
+    }
 
 
 def require_code_tests(columns, source: str) -> str:
     """The dataset's code-test format; ValueError naming the columns it has and the formats code_tests reads."""
     style = code_test_style(columns)
     if style is None:
-        raise ValueError(f"dataset {source} has no code tests for code_tests: it has columns {sorted(columns)}; "
-                         "expected " + " or ".join(" + ".join(c) for c in TEST_COLUMN_STYLES.values()))
+        raise ValueError(
+            f"dataset {source} has no code tests for code_tests: it has columns {sorted(columns)}; "
+            "expected " + " or ".join(" + ".join(c) for c in TEST_COLUMN_STYLES.values())
+        )
     return style
 
 
@@ -94,8 +99,10 @@ def run_tests(completions, tests, setup=None, code_prefix=None) -> list[RunResul
     """One sandbox run per completion, in parallel; see `rewards.sandbox` for what is isolated."""
     setups = setup if setup is not None else [""] * len(completions)
     prefixes = code_prefix if code_prefix is not None else [""] * len(completions)
-    jobs = [(program_for(c, p or ""), _as_test_list(t), s or "")
-            for c, t, s, p in zip(completions, tests, setups, prefixes, strict=True)]
+    jobs = [
+        (program_for(c, p or ""), _as_test_list(t), s or "")
+        for c, t, s, p in zip(completions, tests, setups, prefixes, strict=True)
+    ]
     return default_sandbox().run_many(jobs)
 
 

@@ -57,8 +57,14 @@ class CosineLength:
 
     __name__ = "cosine_length"
 
-    def __init__(self, min_value_wrong=-1.0, max_value_wrong=-0.5, min_value_correct=0.5, max_value_correct=1.0,
-                 max_len: int = 1000):
+    def __init__(
+        self,
+        min_value_wrong=-1.0,
+        max_value_wrong=-0.5,
+        min_value_correct=0.5,
+        max_value_correct=1.0,
+        max_len: int = 1000,
+    ):
         if max_len <= 0:
             raise ValueError(f"cosine_length: max_len must be > 0, got {max_len}")
         self.min_value_wrong, self.max_value_wrong = min_value_wrong, max_value_wrong
@@ -74,8 +80,11 @@ class CosineLength:
             progress = min(len(completion_text(completion)), self.max_len) / self.max_len
             cosine = math.cos(progress * math.pi)
             # Wrong answers swap ends: the longest wrong attempt is penalised least (it at least tried).
-            lo, hi = ((self.min_value_correct, self.max_value_correct) if correct
-                      else (self.max_value_wrong, self.min_value_wrong))
+            lo, hi = (
+                (self.min_value_correct, self.max_value_correct)
+                if correct
+                else (self.max_value_wrong, self.min_value_wrong)
+            )
             rewards.append(lo + 0.5 * (hi - lo) * (1.0 + cosine))
         return rewards
 
@@ -124,7 +133,7 @@ class RepetitionPenalty:
         penalties = []
         for completion in completions:
             words = completion_text(completion).lower().split()
-            ngrams = [tuple(words[i:i + self.ngram_size]) for i in range(len(words) - self.ngram_size + 1)]
+            ngrams = [tuple(words[i : i + self.ngram_size]) for i in range(len(words) - self.ngram_size + 1)]
             if not ngrams:
                 penalties.append(0.0)
                 continue

@@ -76,7 +76,8 @@ def _reads_as_bare_math(span: str) -> bool:
     """No math delimiters, and LaTeX or a formula rather than prose or Python."""
     unescaped = span.replace("\\$", "")  # "\\$15,300" is money, not math mode
     return not any(marker in unescaped for marker in _MATH_DELIMITERS + _PYTHON_OPERATORS) and (
-        "\\" in span or not _PROSE_WORD.search(span))
+        "\\" in span or not _PROSE_WORD.search(span)
+    )
 
 
 def _parse(text: str) -> list:
@@ -126,8 +127,12 @@ def _plain_symbols(parsed: list) -> list:
     than in `2+11i`, and sympy then keeps the two apart."""
     from sympy import Basic, Symbol
 
-    return [item.xreplace({s: Symbol(s.name) for s in item.free_symbols if isinstance(s, Symbol)})
-            if isinstance(item, Basic) else item for item in parsed]
+    return [
+        item.xreplace({s: Symbol(s.name) for s in item.free_symbols if isinstance(s, Symbol)})
+        if isinstance(item, Basic)
+        else item
+        for item in parsed
+    ]
 
 
 def gold_span(gold: str) -> str:

@@ -26,8 +26,14 @@ class _Worker:
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": str(REPO_ROOT)}
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "rewards.math_workers", str(WORKER_MEMORY_BYTES)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-            env=env, cwd="/", start_new_session=True, text=True, bufsize=1,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env,
+            cwd="/",
+            start_new_session=True,
+            text=True,
+            bufsize=1,
         )
 
     def call(self, func: str, args: list, timeout: float):

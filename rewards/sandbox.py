@@ -71,13 +71,27 @@ OUTPUT_LIMIT = 4096
 OPT_IN = "REWARDS_SANDBOX"
 EXTRA_HIDDEN = "REWARDS_SANDBOX_HIDE"
 # What the interpreter and the private mounts need: never hidden, even when e.g. the trainer runs from "/".
-SYSTEM_DIRS = ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/dev", "/proc", "/sys", "/tmp",
-               "/var/tmp")
-FIXES = (f"Fixes: allow unprivileged user namespaces (Ubuntu 23.10+/24.04: `sudo sysctl -w "
-         f"kernel.apparmor_restrict_unprivileged_userns=0`; older Debian: `sudo sysctl -w "
-         f"kernel.unprivileged_userns_clone=1`; everywhere: `user.max_user_namespaces` > 0), install util-linux's "
-         f"`unshare`, run as root, or accept the risk with {OPT_IN}=unisolated (untrusted programs then run with "
-         f"your uid on your files and network, limited only by rlimits).")
+SYSTEM_DIRS = (
+    "/usr",
+    "/etc",
+    "/bin",
+    "/sbin",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/dev",
+    "/proc",
+    "/sys",
+    "/tmp",
+    "/var/tmp",
+)
+FIXES = (
+    f"Fixes: allow unprivileged user namespaces (Ubuntu 23.10+/24.04: `sudo sysctl -w "
+    f"kernel.apparmor_restrict_unprivileged_userns=0`; older Debian: `sudo sysctl -w "
+    f"kernel.unprivileged_userns_clone=1`; everywhere: `user.max_user_namespaces` > 0), install util-linux's "
+    f"`unshare`, run as root, or accept the risk with {OPT_IN}=unisolated (untrusted programs then run with "
+    f"your uid on your files and network, limited only by rlimits)."
+)
 
 
 class SandboxUnavailable(RuntimeError):
@@ -96,8 +110,14 @@ class Limits:
     tmpfs_bytes: int = 64 * 1024**2
 
     def rlimits(self) -> dict[str, int]:
-        return {"RLIMIT_CPU": self.cpu_seconds, "RLIMIT_AS": self.memory_bytes, "RLIMIT_NPROC": self.processes,
-                "RLIMIT_FSIZE": self.file_bytes, "RLIMIT_NOFILE": self.open_files, "RLIMIT_CORE": 0}
+        return {
+            "RLIMIT_CPU": self.cpu_seconds,
+            "RLIMIT_AS": self.memory_bytes,
+            "RLIMIT_NPROC": self.processes,
+            "RLIMIT_FSIZE": self.file_bytes,
+            "RLIMIT_NOFILE": self.open_files,
+            "RLIMIT_CORE": 0,
+        }
 
 
 @dataclass(frozen=True)
@@ -115,9 +135,17 @@ class RunResult:
 
 def hidden_directories() -> list[str]:
     """The directories a program must not see, as real paths, shallowest first (see the module docstring)."""
-    candidates = ["/home", "/root", "/run", os.environ.get("HOME"), os.environ.get("XDG_RUNTIME_DIR"),
-                  os.environ.get("HF_HOME"), str(CHECKOUT), os.getcwd(),
-                  *os.environ.get(EXTRA_HIDDEN, "").split(os.pathsep)]
+    candidates = [
+        "/home",
+        "/root",
+        "/run",
+        os.environ.get("HOME"),
+        os.environ.get("XDG_RUNTIME_DIR"),
+        os.environ.get("HF_HOME"),
+        str(CHECKOUT),
+        os.getcwd(),
+        *os.environ.get(EXTRA_HIDDEN, "").split(os.pathsep),
+    ]
     hidden = []
     for candidate in filter(None, candidates):
         path = os.path.realpath(candidate)
@@ -153,14 +181,20 @@ class Sandbox:
     def _detect_isolation(self) -> str:
         requested = os.environ.get(OPT_IN, "")
         if requested not in ("", "unisolated"):
-            raise SandboxUnavailable(f"{OPT_IN}={requested!r}: the only accepted value is 'unisolated' (unset: "
-                                     "isolate, or refuse where isolation is impossible)")
+            raise SandboxUnavailable(
+                f"{OPT_IN}={requested!r}: the only accepted value is 'unisolated' (unset: "
+                "isolate, or refuse where isolation is impossible)"
+            )
         if requested == "unisolated":
             with warnings.catch_warnings():
                 warnings.simplefilter("always")
-                warnings.warn(f"rewards.sandbox: {OPT_IN}=unisolated: untrusted programs run with your uid on your "
-                              "files and network, limited only by rlimits; they can read, change and delete "
-                              "anything you can.", RuntimeWarning, stacklevel=3)
+                warnings.warn(
+                    f"rewards.sandbox: {OPT_IN}=unisolated: untrusted programs run with your uid on your "
+                    "files and network, limited only by rlimits; they can read, change and delete "
+                    "anything you can.",
+                    RuntimeWarning,
+                    stacklevel=3,
+                )
             self._python = sys.executable
             return "unisolated"
         as_root = os.geteuid() == 0
@@ -168,12 +202,15 @@ class Sandbox:
         if not as_root:
             self._unshare[1:1] = ["--user", "--map-root-user"]
         if not shutil.which("unshare"):
-            raise SandboxUnavailable(f"rewards.sandbox: cannot isolate untrusted code: `unshare` (util-linux) is "
-                                     f"not on PATH. {FIXES}")
+            raise SandboxUnavailable(
+                f"rewards.sandbox: cannot isolate untrusted code: `unshare` (util-linux) is not on PATH. {FIXES}"
+            )
         works, error = _run_quietly([*self._unshare, "true"])
         if not works:
-            raise SandboxUnavailable(f"rewards.sandbox: cannot isolate untrusted code: creating Linux namespaces "
-                                     f"failed ({' '.join(self._unshare)}: {error or 'no message'}). {FIXES}")
+            raise SandboxUnavailable(
+                f"rewards.sandbox: cannot isolate untrusted code: creating Linux namespaces "
+                f"failed ({' '.join(self._unshare)}: {error or 'no message'}). {FIXES}"
+            )
         self._isolation = "root" if as_root else "userns"
         self._python = self._pick_python()
         return self._isolation
@@ -182,8 +219,18 @@ class Sandbox:
         # The sandboxed program may not reach the trainer's interpreter (a venv or pyenv under a hidden home, or
         # under /root for the sandbox uid); programs need only the standard library, so any Python 3 that runs a
         # test inside the real sandbox will do.
-        candidates = list(dict.fromkeys(p for p in (os.path.realpath(sys.executable), shutil.which("python3"),
-                                                    "/usr/bin/python3", "/usr/local/bin/python3") if p))
+        candidates = list(
+            dict.fromkeys(
+                p
+                for p in (
+                    os.path.realpath(sys.executable),
+                    shutil.which("python3"),
+                    "/usr/bin/python3",
+                    "/usr/local/bin/python3",
+                )
+                if p
+            )
+        )
         failures = []
         for candidate in candidates:
             self._python = candidate
@@ -191,13 +238,14 @@ class Sandbox:
             if result.passed == 1:
                 return candidate
             failures.append(f"{candidate}: {result.status} {result.stderr.strip()[-300:]}")
-        raise SandboxUnavailable("rewards.sandbox: no Python interpreter runs inside the sandbox (its standard "
-                                 "library must lie outside the hidden directories " + ", ".join(self._hidden) +
-                                 "): " + "; ".join(failures))
+        raise SandboxUnavailable(
+            "rewards.sandbox: no Python interpreter runs inside the sandbox (its standard "
+            "library must lie outside the hidden directories " + ", ".join(self._hidden) + "): " + "; ".join(failures)
+        )
 
     @property
     def isolation(self) -> str:
-        """"root" (namespaces + own uid), "userns" (namespaces in a user namespace) or "unisolated" (opt-in)."""
+        """ "root" (namespaces + own uid), "userns" (namespaces in a user namespace) or "unisolated" (opt-in)."""
         return self._isolation
 
     def _command(self) -> list[str]:
@@ -210,10 +258,13 @@ class Sandbox:
 
     def _isolation_job(self, slot: int) -> dict:
         namespaces = self._isolation != "unisolated"
-        return {"mounts": ["/tmp", "/var/tmp", "/dev/shm"] if namespaces else [],
-                "hide": self._hidden if namespaces else [], "readonly_method": self._readonly_method,
-                "tmpfs_bytes": self.limits.tmpfs_bytes,
-                "uid": SANDBOX_UID_BASE + slot if self._isolation == "root" else None}
+        return {
+            "mounts": ["/tmp", "/var/tmp", "/dev/shm"] if namespaces else [],
+            "hide": self._hidden if namespaces else [],
+            "readonly_method": self._readonly_method,
+            "tmpfs_bytes": self.limits.tmpfs_bytes,
+            "uid": SANDBOX_UID_BASE + slot if self._isolation == "root" else None,
+        }
 
     def run(self, program: str, tests: list[str], setup: str = "") -> RunResult:
         """Runs `setup`, then `program`, then each test string; passed = tests that ran to the end."""
@@ -233,15 +284,31 @@ class Sandbox:
         nonce = secrets.token_hex(16)
         workdir = tempfile.mkdtemp(prefix="sandbox-")
         report_read, report_write = os.pipe()
-        job = marshal.dumps({"program": program, "tests": tests, "setup": setup, "nonce": nonce,
-                          "report_fd": report_write, "limits": self.limits.rlimits(), **self._isolation_job(slot)},
-                           4)  # a format every Python 3 reads
+        job = marshal.dumps(
+            {
+                "program": program,
+                "tests": tests,
+                "setup": setup,
+                "nonce": nonce,
+                "report_fd": report_write,
+                "limits": self.limits.rlimits(),
+                **self._isolation_job(slot),
+            },
+            4,
+        )  # a format every Python 3 reads
         try:
-            with open(os.path.join(workdir, "stdout"), "w+b") as out, open(os.path.join(workdir, "stderr"),
-                                                                            "w+b") as err:
+            with (
+                open(os.path.join(workdir, "stdout"), "w+b") as out,
+                open(os.path.join(workdir, "stderr"), "w+b") as err,
+            ):
                 proc = subprocess.Popen(
-                    self._command(), stdin=subprocess.PIPE, stdout=out, stderr=err, pass_fds=(report_write,),
-                    env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/tmp"}, cwd=workdir,
+                    self._command(),
+                    stdin=subprocess.PIPE,
+                    stdout=out,
+                    stderr=err,
+                    pass_fds=(report_write,),
+                    env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/tmp"},
+                    cwd=workdir,
                     start_new_session=True,
                 )
                 os.close(report_write)
@@ -257,8 +324,9 @@ class Sandbox:
                     status = "timeout"
                 _kill_group(proc)
                 if status == "ok" and proc.returncode != 0:
-                    status = (f"killed by signal {-proc.returncode}" if proc.returncode < 0
-                              else f"exit {proc.returncode}")
+                    status = (
+                        f"killed by signal {-proc.returncode}" if proc.returncode < 0 else f"exit {proc.returncode}"
+                    )
                 passed_indices = reports.finish(nonce, len(tests))
                 out.seek(0)
                 err.seek(0)

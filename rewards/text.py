@@ -11,5 +11,6 @@ def completion_text(completion) -> str:
         return completion
     if isinstance(completion, dict):
         return str(completion.get("content", ""))
-    return "".join(str(message.get("content", "")) for message in completion if message.get("role", "assistant")
-                   == "assistant")
+    return "".join(
+        str(message.get("content", "")) for message in completion if message.get("role", "assistant") == "assistant"
+    )

@@ -53,10 +53,23 @@ def unprivileged_rerun(n_programs: int, uid: int = 4242) -> None:
     checkout = Path(__file__).resolve().parent.parent
     with tempfile.TemporaryDirectory() as home:
         os.chown(home, uid, uid)
-        subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "/usr/bin/python3", "-m",
-                        "studies.bench_rewards", "--code_only", "--programs", str(n_programs)], cwd=home, check=True,
-                       env={"PATH": "/usr/bin:/bin", "HOME": home, "PYTHONPATH": str(checkout),
-                            "PYTHONDONTWRITEBYTECODE": "1"})
+        subprocess.run(
+            [
+                "setpriv",
+                f"--reuid={uid}",
+                f"--regid={uid}",
+                "--clear-groups",
+                "/usr/bin/python3",
+                "-m",
+                "studies.bench_rewards",
+                "--code_only",
+                "--programs",
+                str(n_programs),
+            ],
+            cwd=home,
+            check=True,
+            env={"PATH": "/usr/bin:/bin", "HOME": home, "PYTHONPATH": str(checkout), "PYTHONDONTWRITEBYTECODE": "1"},
+        )
 
 
 ANSWER_SETS = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "math_gold_answers.jsonl"
@@ -77,18 +90,21 @@ def answer_agreement(path: Path = ANSWER_SETS) -> dict:
     golds = [row["gold"] for row in rows]
     others = [golds[(i + OTHER_PROBLEM_OFFSET) % len(golds)] for i in range(len(golds))]
     # "different" by math-verify itself: two problems may share an answer (2 and 2.0 alike)
-    same = pool().map("rewards.math.direct_verify", [[f"${o}$", g] for o, g in zip(others, golds, strict=True)],
-                      timeout=10)
+    same = pool().map(
+        "rewards.math.direct_verify", [[f"${o}$", g] for o, g in zip(others, golds, strict=True)], timeout=10
+    )
     report: dict = {}
     for style, template in ANSWER_STYLES.items():
         for kind, answers in (("gold", golds), ("other", others)):
             completions = [template.format(a) for a in answers]
             ours = [score for score, _, _ in check_answers(completions, golds)]
-            direct = pool().map("rewards.math.direct_verify", [[c, g] for c, g in zip(completions, golds,
-                                                                                          strict=True)], timeout=10)
+            direct = pool().map(
+                "rewards.math.direct_verify", [[c, g] for c, g in zip(completions, golds, strict=True)], timeout=10
+            )
             for i, row in enumerate(rows):
-                counts = report.setdefault(row["source"], {}).setdefault(style, dict.fromkeys(
-                    ("n", "correct", "direct_correct", "n_other", "zero", "direct_zero"), 0))
+                counts = report.setdefault(row["source"], {}).setdefault(
+                    style, dict.fromkeys(("n", "correct", "direct_correct", "n_other", "zero", "direct_zero"), 0)
+                )
                 if kind == "gold":
                     counts["n"] += 1
                     counts["correct"] += ours[i] == 1.0
@@ -115,7 +131,6 @@ def main(argv=None):
     one_line_errors()
     args = parser.parse_args(argv)
 
-
     programs, tests = code_batch(args.programs)
     workers = default_sandbox().workers
     code_tests(programs[:2], tests[:2])  # warm-up: interpreter probe, page cache
@@ -123,9 +138,12 @@ def main(argv=None):
         _, bare_seconds = timed(lambda: list(pool.map(bare_run, programs, tests)))
     sandbox_scores, sandbox_seconds = timed(lambda: code_tests(programs, tests))
     assert sandbox_scores == [1.0 if i % 2 else 2 / 3 for i in range(args.programs)], "sandbox scored wrongly"
-    print(f"code sandbox ({default_sandbox().isolation} mode): {args.programs / sandbox_seconds:.1f} programs/s "
-          f"isolated vs {args.programs / bare_seconds:.1f} bare ({workers} workers); time ratio isolated/bare = "
-          f"{sandbox_seconds / bare_seconds:.2f} (target <= 2.0)", flush=True)
+    print(
+        f"code sandbox ({default_sandbox().isolation} mode): {args.programs / sandbox_seconds:.1f} programs/s "
+        f"isolated vs {args.programs / bare_seconds:.1f} bare ({workers} workers); time ratio isolated/bare = "
+        f"{sandbox_seconds / bare_seconds:.2f} (target <= 2.0)",
+        flush=True,
+    )
     if args.code_only:
         return
     if os.geteuid() == 0 and shutil.which("setpriv"):
@@ -142,16 +160,24 @@ def main(argv=None):
     isolated_scores, isolated_seconds = timed(lambda: math_accuracy(completions, golds))
     assert isolated_scores == baseline_scores
 
-    print(f"math verify: {args.math / isolated_seconds:.1f}/s isolated vs {args.math / baseline_seconds:.1f}/s "
-          f"in-process; time ratio = {isolated_seconds / baseline_seconds:.2f}")
-    print(f"math answer sets ({args.answers.name}): stating the gold answer scored 1.0 / stating another problem's "
-          "answer scored 0.0, math_accuracy vs math-verify called directly")
+    print(
+        f"math verify: {args.math / isolated_seconds:.1f}/s isolated vs {args.math / baseline_seconds:.1f}/s "
+        f"in-process; time ratio = {isolated_seconds / baseline_seconds:.2f}"
+    )
+    print(
+        f"math answer sets ({args.answers.name}): stating the gold answer scored 1.0 / stating another problem's "
+        "answer scored 0.0, math_accuracy vs math-verify called directly"
+    )
     for source, styles in answer_agreement(args.answers).items():
-        print(f"  {source}: " + "; ".join(
-            f"{style} {c['correct']}/{c['n']} (direct {c['direct_correct']}), other {c['zero']}/{c['n_other']} "
-            f"(direct {c['direct_zero']})" for style, c in styles.items()))
+        print(
+            f"  {source}: "
+            + "; ".join(
+                f"{style} {c['correct']}/{c['n']} (direct {c['direct_correct']}), other {c['zero']}/{c['n_other']} "
+                f"(direct {c['direct_zero']})"
+                for style, c in styles.items()
+            )
+        )
 
 
 if __name__ == "__main__":
     main()
-

@@ -37,8 +37,13 @@ def sampled_reward(model: str, adapter: str | None, data: str, prompts: int, k: 
     loaded, tokenizer = load_for_eval(model, adapter, load_in_4bit=True)
     metrics, records = evaluate_model(loaded, tokenizer, "tiny", rows, k=k, temperature=temperature)
     per_prompt = [correct / k for correct in correct_per_problem(records, k)]
-    return {"mean_reward": metrics["pass@1"], "ci95": metrics["pass@1_ci95"], "prompts": prompts, "k": k,
-            "per_prompt": per_prompt}
+    return {
+        "mean_reward": metrics["pass@1"],
+        "ci95": metrics["pass@1_ci95"],
+        "prompts": prompts,
+        "k": k,
+        "per_prompt": per_prompt,
+    }
 
 
 def main(argv=None):
@@ -61,22 +66,45 @@ def main(argv=None):
     shutil.rmtree(run_dir, ignore_errors=True)  # a rerun starts clean: its metrics.jsonl must not append to the last
     start = time.time()
     before = sampled_reward(model, None, data, args.prompts, args.k, temperature)
-    subprocess.run([sys.executable, "-m", "recipes.grpo", "--config", args.config, "--max_steps", str(args.steps),
-                    "--max_train_samples", str(args.prompts), "--output_dir", str(run_dir), *args.grpo_args],
-                   check=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "recipes.grpo",
+            "--config",
+            args.config,
+            "--max_steps",
+            str(args.steps),
+            "--max_train_samples",
+            str(args.prompts),
+            "--output_dir",
+            str(run_dir),
+            *args.grpo_args,
+        ],
+        check=True,
+    )
     after = sampled_reward(model, str(run_dir), data, args.prompts, args.k, temperature)
     rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
-    report = {"before": before, "after": after, "steps": args.steps, "temperature": temperature,
-              "config": args.config, "grpo_args": args.grpo_args, "seconds": round(time.time() - start, 1),
-              "batch_reward_curve": [[row["step"], row["reward"]] for row in rows if "reward" in row],
-              "difference": paired_difference(before["per_prompt"], after["per_prompt"]),
-              "rose": after["mean_reward"] > before["mean_reward"]}
+    report = {
+        "before": before,
+        "after": after,
+        "steps": args.steps,
+        "temperature": temperature,
+        "config": args.config,
+        "grpo_args": args.grpo_args,
+        "seconds": round(time.time() - start, 1),
+        "batch_reward_curve": [[row["step"], row["reward"]] for row in rows if "reward" in row],
+        "difference": paired_difference(before["per_prompt"], after["per_prompt"]),
+        "rose": after["mean_reward"] > before["mean_reward"],
+    }
     (out / "report.json").write_text(json.dumps(report, indent=2) + "\n")
-    print(f"mean training reward (T={temperature}, {args.prompts} prompts x {args.k}): "
-          f"{before['mean_reward']:.3f} [{before['ci95'][0]:.3f}, {before['ci95'][1]:.3f}] before -> "
-          f"{after['mean_reward']:.3f} [{after['ci95'][0]:.3f}, {after['ci95'][1]:.3f}] after {args.steps} GRPO "
-          f"steps ({report['seconds']:.0f}s); paired difference {report['difference']['mean']:+.3f} "
-          f"[{report['difference']['ci95'][0]:+.3f}, {report['difference']['ci95'][1]:+.3f}]")
+    print(
+        f"mean training reward (T={temperature}, {args.prompts} prompts x {args.k}): "
+        f"{before['mean_reward']:.3f} [{before['ci95'][0]:.3f}, {before['ci95'][1]:.3f}] before -> "
+        f"{after['mean_reward']:.3f} [{after['ci95'][0]:.3f}, {after['ci95'][1]:.3f}] after {args.steps} GRPO "
+        f"steps ({report['seconds']:.0f}s); paired difference {report['difference']['mean']:+.3f} "
+        f"[{report['difference']['ci95'][0]:+.3f}, {report['difference']['ci95'][1]:+.3f}]"
+    )
     return report
 
 

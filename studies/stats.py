@@ -24,5 +24,5 @@ def over_seeds(values: list[float]) -> dict:
     if n < 2:
         return {"mean": mean, "sd": None, "ci95": None, "n": n}
     sd = (sum((v - mean) ** 2 for v in values) / (n - 1)) ** 0.5
-    half = T95.get(n - 1, 1.96) * sd / n ** 0.5
+    half = T95.get(n - 1, 1.96) * sd / n**0.5
     return {"mean": mean, "sd": sd, "ci95": [mean - half, mean + half], "n": n}

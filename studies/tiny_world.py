@@ -35,9 +35,23 @@ CHAT_TEMPLATE = (
     "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
 )
 SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
-DEFAULTS = {"seed": 0, "n_train": 4000, "n_validation": 200, "n_test": 200, "vocab_size": 320, "hidden_size": 128,
-            "layers": 4, "heads": 4, "kv_heads": 2, "intermediate_size": 256, "max_length": 128, "sft_steps": 600,
-            "batch_size": 32, "learning_rate": 5e-3, "slip_rate": 0.5}
+DEFAULTS = {
+    "seed": 0,
+    "n_train": 4000,
+    "n_validation": 200,
+    "n_test": 200,
+    "vocab_size": 320,
+    "hidden_size": 128,
+    "layers": 4,
+    "heads": 4,
+    "kv_heads": 2,
+    "intermediate_size": 256,
+    "max_length": 128,
+    "sft_steps": 600,
+    "batch_size": 32,
+    "learning_rate": 5e-3,
+    "slip_rate": 0.5,
+}
 CODE_DEFAULTS = DEFAULTS | {"sft_steps": 300, "world": "code"}
 MBPP_COLUMNS = ("task_id", "text", "code", "test_list", "test_setup_code")
 
@@ -54,19 +68,28 @@ def build_tokenizer(texts: list[str], vocab_size: int):
     tokenizer = Tokenizer(models.BPE())
     # One token per digit, so that column arithmetic is learnable; byte-level so that any text round-trips.
     tokenizer.pre_tokenizer = pre_tokenizers.Sequence(
-        [pre_tokenizers.Digits(individual_digits=True), pre_tokenizers.ByteLevel(add_prefix_space=False)])
+        [pre_tokenizers.Digits(individual_digits=True), pre_tokenizers.ByteLevel(add_prefix_space=False)]
+    )
     tokenizer.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=SPECIAL_TOKENS,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size, special_tokens=SPECIAL_TOKENS, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
+    )
     tokenizer.train_from_iterator(texts, trainer)
-    return PreTrainedTokenizerFast(tokenizer_object=tokenizer, eos_token="<|im_end|>", pad_token="<|endoftext|>",
-                                   chat_template=CHAT_TEMPLATE, model_max_length=512)
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tokenizer,
+        eos_token="<|im_end|>",
+        pad_token="<|endoftext|>",
+        chat_template=CHAT_TEMPLATE,
+        model_max_length=512,
+    )
 
 
 def to_chat(row: dict) -> dict:
     """SFT imitates the (fallible) teacher's demonstration, not the gold answer."""
-    return {"prompt": [{"role": "user", "content": row.get("question") or row["text"]}],
-            "completion": [{"role": "assistant", "content": row["demonstration"]}]}
+    return {
+        "prompt": [{"role": "user", "content": row.get("question") or row["text"]}],
+        "completion": [{"role": "assistant", "content": row["demonstration"]}],
+    }
 
 
 def held_out_accuracy(model, tokenizer, test_rows: list[dict], task: str = "tiny") -> float:
@@ -78,14 +101,23 @@ def held_out_accuracy(model, tokenizer, test_rows: list[dict], task: str = "tiny
 def make_data(out: Path, settings: dict) -> tuple[list[dict], list[dict], list[str]]:
     """(train rows with demonstrations, held-out rows, the texts the tokenizer learns from); writes data/."""
     if settings.get("world") == "code":
-        train, validation, test = code_task.generate(settings["n_train"], settings["n_validation"],
-                                                     settings["n_test"], seed=settings["seed"],
-                                                     slip_rate=settings["slip_rate"])
+        train, validation, test = code_task.generate(
+            settings["n_train"],
+            settings["n_validation"],
+            settings["n_test"],
+            seed=settings["seed"],
+            slip_rate=settings["slip_rate"],
+        )
         for name, rows in (("train", train), ("validation", validation), ("test", test)):
             write_jsonl(out / "data" / f"{name}.jsonl", rows, MBPP_COLUMNS)
         return train, test, [r["text"] + "\n" + r["demonstration"] + "\n" + r["code"] for r in train]
-    train, validation, test = generate_splits(settings["n_train"], settings["n_validation"], settings["n_test"],
-                                              seed=settings["seed"], slip_rate=settings["slip_rate"])
+    train, validation, test = generate_splits(
+        settings["n_train"],
+        settings["n_validation"],
+        settings["n_test"],
+        seed=settings["seed"],
+        slip_rate=settings["slip_rate"],
+    )
     for name, rows in (("train", train), ("validation", validation), ("test", test)):
         write_jsonl(out / "data" / f"{name}.jsonl", rows)
     return train, test, [r["question"] + "\n" + r["answer"] for r in train]
@@ -101,31 +133,56 @@ def build(out: Path, settings: dict) -> dict:
     train, test, texts = make_data(out, settings)
     tokenizer = build_tokenizer(texts, settings["vocab_size"])
     config = Qwen2Config(
-        vocab_size=len(tokenizer), hidden_size=settings["hidden_size"],
+        vocab_size=len(tokenizer),
+        hidden_size=settings["hidden_size"],
         intermediate_size=settings["intermediate_size"],
-        num_hidden_layers=settings["layers"], num_attention_heads=settings["heads"],
-        num_key_value_heads=settings["kv_heads"], max_position_embeddings=512, tie_word_embeddings=True,
-        bos_token_id=None, eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id,
+        num_hidden_layers=settings["layers"],
+        num_attention_heads=settings["heads"],
+        num_key_value_heads=settings["kv_heads"],
+        max_position_embeddings=512,
+        tie_word_embeddings=True,
+        bos_token_id=None,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
     )
     model = Qwen2ForCausalLM(config)
 
     args = SFTConfig(
-        output_dir=str(out / "sft"), max_steps=settings["sft_steps"],
+        output_dir=str(out / "sft"),
+        max_steps=settings["sft_steps"],
         per_device_train_batch_size=settings["batch_size"],
-        learning_rate=settings["learning_rate"], lr_scheduler_type="cosine", warmup_steps=20, weight_decay=0.0,
-        max_length=settings["max_length"], logging_steps=25, save_strategy="no", report_to="none", bf16=False,
-        seed=settings["seed"], use_cpu=not torch.cuda.is_available(), dataloader_num_workers=0,
+        learning_rate=settings["learning_rate"],
+        lr_scheduler_type="cosine",
+        warmup_steps=20,
+        weight_decay=0.0,
+        max_length=settings["max_length"],
+        logging_steps=25,
+        save_strategy="no",
+        report_to="none",
+        bf16=False,
+        seed=settings["seed"],
+        use_cpu=not torch.cuda.is_available(),
+        dataloader_num_workers=0,
         activation_checkpointing=True,  # TRL's SFT default, under the name transformers 5 prefers
     )
-    trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list([to_chat(r) for r in train]),
-                         processing_class=tokenizer)
+    trainer = SFTTrainer(
+        model=model,
+        args=args,
+        train_dataset=Dataset.from_list([to_chat(r) for r in train]),
+        processing_class=tokenizer,
+    )
     trainer.train()
 
     model.save_pretrained(out / "model")
     tokenizer.save_pretrained(out / "model")
     accuracy = held_out_accuracy(model, tokenizer, test, "tiny-code" if settings.get("world") == "code" else "tiny")
-    world = {"settings": settings, "parameters": model.num_parameters(), "held_out_accuracy": accuracy,
-             "n_test": len(test), "build_seconds": round(time.time() - start, 1)}
+    world = {
+        "settings": settings,
+        "parameters": model.num_parameters(),
+        "held_out_accuracy": accuracy,
+        "n_test": len(test),
+        "build_seconds": round(time.time() - start, 1),
+    }
     (out / "world.json").write_text(json.dumps(world, indent=2) + "\n")
     return world
 
@@ -146,8 +203,10 @@ def main():
     one_line_errors()
     args = parser.parse_args()
     world = ensure_tiny_world(args.out, args.force, args.world)
-    print(f"tiny world at {args.out}: {world['parameters']:,} parameters, held-out greedy accuracy "
-          f"{world['held_out_accuracy']:.1%} on {world['n_test']} problems (built in {world['build_seconds']}s)")
+    print(
+        f"tiny world at {args.out}: {world['parameters']:,} parameters, held-out greedy accuracy "
+        f"{world['held_out_accuracy']:.1%} on {world['n_test']} problems (built in {world['build_seconds']}s)"
+    )
 
 
 if __name__ == "__main__":

@@ -18,8 +18,24 @@ True
 
 import random
 
-NAMES = ["Ana", "Ben", "Cai", "Dev", "Eva", "Finn", "Gia", "Hal", "Ivy", "Jon", "Kim", "Leo", "Mia", "Ned", "Oli",
-         "Pam"]
+NAMES = [
+    "Ana",
+    "Ben",
+    "Cai",
+    "Dev",
+    "Eva",
+    "Finn",
+    "Gia",
+    "Hal",
+    "Ivy",
+    "Jon",
+    "Kim",
+    "Leo",
+    "Mia",
+    "Ned",
+    "Oli",
+    "Pam",
+]
 OBJECTS = ["apples", "books", "coins", "cards", "shells", "stamps", "pens", "marbles", "stickers", "beads"]
 TEMPLATES = [
     "{name} has {a} {obj}. {name} gets {b} more. How many {obj} does {name} have now?",
@@ -62,12 +78,18 @@ def make_problem(rng: random.Random, max_digits: int = 2, slip_rate: float = 0.0
     template = rng.choice(TEMPLATES)
     question = template.format(name=rng.choice(NAMES), obj=rng.choice(OBJECTS), a=a, b=b)
     slip = rng.random() < slip_rate
-    return {"question": question, "answer": worked_answer(a, b), "demonstration": worked_answer(a, b, slip),
-            "a": a, "b": b}
+    return {
+        "question": question,
+        "answer": worked_answer(a, b),
+        "demonstration": worked_answer(a, b, slip),
+        "a": a,
+        "b": b,
+    }
 
 
-def generate_splits(n_train: int, n_validation: int, n_test: int, seed: int = 0, max_digits: int = 2,
-                    slip_rate: float = 0.0) -> tuple[list[dict], list[dict], list[dict]]:
+def generate_splits(
+    n_train: int, n_validation: int, n_test: int, seed: int = 0, max_digits: int = 2, slip_rate: float = 0.0
+) -> tuple[list[dict], list[dict], list[dict]]:
     """Deterministic train / validation / held-out splits, no (a, b) pair shared between any two, so neither
     held-out nor validation accuracy is memorisation. Validation is drawn after train and test, so adding it leaves
     those two as they were.
@@ -85,11 +107,12 @@ def generate_splits(n_train: int, n_validation: int, n_test: int, seed: int = 0,
         if (row["a"], row["b"]) not in seen:
             seen.add((row["a"], row["b"]))
             rows.append(row)
-    return rows[n_test:n_test + n_train], rows[n_test + n_train:], rows[:n_test]
+    return rows[n_test : n_test + n_train], rows[n_test + n_train :], rows[:n_test]
 
 
-def generate(n_train: int, n_test: int, seed: int = 0, max_digits: int = 2,
-             slip_rate: float = 0.0) -> tuple[list[dict], list[dict]]:
+def generate(
+    n_train: int, n_test: int, seed: int = 0, max_digits: int = 2, slip_rate: float = 0.0
+) -> tuple[list[dict], list[dict]]:
     """Deterministic train/held-out split with no shared (a, b) pair, so held-out accuracy is not memorisation.
 
     >>> train, test = generate(50, 10, seed=1)

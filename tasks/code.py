@@ -22,21 +22,36 @@ import random
 
 # family -> (text template, code template, slipped code template, constant ranges, test input generator)
 FAMILIES = {
-    "affine": ("Write a function `f(x)` that returns x times {0} plus {1}.",
-               "def f(x):\n    return x * {0} + {1}", "def f(x):\n    return x * {0} - {1}",
-               (range(2, 10), range(1, 20))),
-    "two_args": ("Write a function `f(a, b)` that returns a times {0} plus b times {1}.",
-                 "def f(a, b):\n    return a * {0} + b * {1}", "def f(a, b):\n    return a * {0} - b * {1}",
-                 (range(2, 10), range(2, 10))),
-    "compare": ("Write a function `f(x)` that returns {0} if x is greater than {1}, otherwise x.",
-                "def f(x):\n    if x > {1}:\n        return {0}\n    return x",
-                "def f(x):\n    if x >= {1}:\n        return {0}\n    return x",
-                (range(0, 10), range(1, 20))),
-    "repeat": ("Write a function `f(s)` that returns the string s repeated {0} times.",
-               "def f(s):\n    return s * {0}", "def f(s):\n    return s * {0} + s", (range(2, 8),)),
-    "list_sum": ("Write a function `f(xs)` that returns the sum of the list xs plus {0}.",
-                 "def f(xs):\n    return sum(xs) + {0}", "def f(xs):\n    return sum(xs) + {0} + 1",
-                 (range(1, 30),)),
+    "affine": (
+        "Write a function `f(x)` that returns x times {0} plus {1}.",
+        "def f(x):\n    return x * {0} + {1}",
+        "def f(x):\n    return x * {0} - {1}",
+        (range(2, 10), range(1, 20)),
+    ),
+    "two_args": (
+        "Write a function `f(a, b)` that returns a times {0} plus b times {1}.",
+        "def f(a, b):\n    return a * {0} + b * {1}",
+        "def f(a, b):\n    return a * {0} - b * {1}",
+        (range(2, 10), range(2, 10)),
+    ),
+    "compare": (
+        "Write a function `f(x)` that returns {0} if x is greater than {1}, otherwise x.",
+        "def f(x):\n    if x > {1}:\n        return {0}\n    return x",
+        "def f(x):\n    if x >= {1}:\n        return {0}\n    return x",
+        (range(0, 10), range(1, 20)),
+    ),
+    "repeat": (
+        "Write a function `f(s)` that returns the string s repeated {0} times.",
+        "def f(s):\n    return s * {0}",
+        "def f(s):\n    return s * {0} + s",
+        (range(2, 8),),
+    ),
+    "list_sum": (
+        "Write a function `f(xs)` that returns the sum of the list xs plus {0}.",
+        "def f(xs):\n    return sum(xs) + {0}",
+        "def f(xs):\n    return sum(xs) + {0} + 1",
+        (range(1, 30),),
+    ),
 }
 
 
@@ -73,32 +88,46 @@ def make_problem(rng: random.Random, family: str, constants: tuple[int, ...], sl
     code = code.format(*constants)
     namespace: dict = {}
     exec(code, namespace)  # noqa: S102 - trusted: the generator's own template
-    tests = [f"assert f({', '.join(map(repr, args))}) == {namespace['f'](*args)!r}"
-             for args in _inputs(family, constants, rng)]
+    tests = [
+        f"assert f({', '.join(map(repr, args))}) == {namespace['f'](*args)!r}"
+        for args in _inputs(family, constants, rng)
+    ]
     slipped = rng.random() < slip_rate
     demonstration = slipped_code(family, constants) if slipped else code
-    return {"text": text.format(*constants), "code": code, "test_list": tests, "test_setup_code": "",
-            "family": family, "constants": list(constants), "slipped": slipped,
-            "demonstration": f"```python\n{demonstration}\n```"}
+    return {
+        "text": text.format(*constants),
+        "code": code,
+        "test_list": tests,
+        "test_setup_code": "",
+        "family": family,
+        "constants": list(constants),
+        "slipped": slipped,
+        "demonstration": f"```python\n{demonstration}\n```",
+    }
 
 
 def all_pairs() -> list[tuple[str, tuple[int, ...]]]:
     import itertools
 
     # "returns 5 if x > 5, otherwise x" is the same function with >= : no slip to catch
-    return [(family, constants) for family, spec in FAMILIES.items()
-            for constants in itertools.product(*spec[3]) if not (family == "compare" and constants[0] == constants[1])]
+    return [
+        (family, constants)
+        for family, spec in FAMILIES.items()
+        for constants in itertools.product(*spec[3])
+        if not (family == "compare" and constants[0] == constants[1])
+    ]
 
 
-def generate(n_train: int, n_validation: int, n_test: int, seed: int = 0,
-             slip_rate: float = 0.0) -> tuple[list[dict], list[dict], list[dict]]:
+def generate(
+    n_train: int, n_validation: int, n_test: int, seed: int = 0, slip_rate: float = 0.0
+) -> tuple[list[dict], list[dict], list[dict]]:
     """Train / validation / held-out rows; the splits share no (family, constants) pair. Validation and held-out
     rows carry the right code as their demonstration (they are never imitated)."""
     rng = random.Random(seed)
     pairs = all_pairs()
     rng.shuffle(pairs)
     n_pairs = len(pairs)
-    held_out, validation, train = (pairs[:n_pairs // 6], pairs[n_pairs // 6:n_pairs // 3], pairs[n_pairs // 3:])
+    held_out, validation, train = (pairs[: n_pairs // 6], pairs[n_pairs // 6 : n_pairs // 3], pairs[n_pairs // 3 :])
 
     def rows(pool, n, slips):
         out = [make_problem(rng, *pool[i % len(pool)], slip_rate=slips) for i in range(n)]

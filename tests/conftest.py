@@ -37,8 +37,22 @@ def tiny_pairs(tiny_world, tmp_path_factory) -> Path:
     import sys
 
     out = tmp_path_factory.mktemp("pairs") / "train.jsonl"
-    subprocess.run([sys.executable, "-m", "recipes.pairs", "--config", "recipes/configs/tiny/pairs.yaml",
-                    "--max_prompts", "48", "--output", str(out)], cwd=REPO_ROOT, check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "recipes.pairs",
+            "--config",
+            "recipes/configs/tiny/pairs.yaml",
+            "--max_prompts",
+            "48",
+            "--output",
+            str(out),
+        ],
+        cwd=REPO_ROOT,
+        check=True,
+        capture_output=True,
+    )
     return out
 
 
@@ -48,9 +62,29 @@ def small_comparison(profile: str, out: Path) -> Path:
     import subprocess
     import sys
 
-    result = subprocess.run([sys.executable, "-m", "studies.comparison", "--profile", profile, "--prompts", "16",
-                             "--eval_limit", "24", "--eval_k", "2", "--seeds", "1", "--out", str(out)],
-                            cwd=REPO_ROOT, capture_output=True, text=True, timeout=900)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "studies.comparison",
+            "--profile",
+            profile,
+            "--prompts",
+            "16",
+            "--eval_limit",
+            "24",
+            "--eval_k",
+            "2",
+            "--seeds",
+            "1",
+            "--out",
+            str(out),
+        ],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     return out
 

@@ -98,15 +98,22 @@ def test_no_import_cycle():
 
 
 def test_dependencies_point_down_the_layers():
-    upward = [f"{module} -> {target}" for module, targets in import_graph().items() for target in targets
-              if module.split(".")[0] != target.split(".")[0]
-              and LAYERS[target.split(".")[0]] >= LAYERS[module.split(".")[0]]]
+    upward = [
+        f"{module} -> {target}"
+        for module, targets in import_graph().items()
+        for target in targets
+        if module.split(".")[0] != target.split(".")[0]
+        and LAYERS[target.split(".")[0]] >= LAYERS[module.split(".")[0]]
+    ]
     assert upward == []
 
 
 def test_modules_stay_small():
-    long = {name: n for name, path in project_modules().items()
-            if (n := len(path.read_text().splitlines())) > MAX_MODULE_LINES}
+    long = {
+        name: n
+        for name, path in project_modules().items()
+        if (n := len(path.read_text().splitlines())) > MAX_MODULE_LINES
+    }
     assert long == {}
 
 
@@ -129,8 +136,11 @@ def tree_entries() -> list[tuple[str, str]]:
 def test_readme_tree_matches_the_code():
     entries = tree_entries()
     assert len(entries) > 40
-    missing = [f"{folder}{name}" for folder, name in entries
-               if not list(REPO_ROOT.glob(re.sub(r"<[^>]+>", "*", f"{folder}{name}").rstrip("/")))]
+    missing = [
+        f"{folder}{name}"
+        for folder, name in entries
+        if not list(REPO_ROOT.glob(re.sub(r"<[^>]+>", "*", f"{folder}{name}").rstrip("/")))
+    ]
     assert missing == []
     named = {f"{folder}{name}" for folder, name in entries}
 
@@ -138,8 +148,11 @@ def test_readme_tree_matches_the_code():
         relative = path.relative_to(REPO_ROOT)
         return str(relative) in named or any(f"{parent}/" in named for parent in relative.parents)
 
-    unnamed = [str(path.relative_to(REPO_ROOT)) for path in project_modules().values()
-               if path.name != "__init__.py" and not path.name.startswith("_") and not is_named(path)]
+    unnamed = [
+        str(path.relative_to(REPO_ROOT))
+        for path in project_modules().values()
+        if path.name != "__init__.py" and not path.name.startswith("_") and not is_named(path)
+    ]
     assert unnamed == []
 
 

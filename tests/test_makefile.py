@@ -14,8 +14,13 @@ NOISE = ("kernels-community", "TRLExperimentalWarning", "experimental", "is_grad
 
 
 def make(*args: str, timeout: int = 600) -> subprocess.CompletedProcess:
-    return subprocess.run(["make", "--no-print-directory", "--silent", *args], cwd=REPO_ROOT, capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run(
+        ["make", "--no-print-directory", "--silent", *args],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def test_help_lists_every_target_with_a_description():
@@ -32,8 +37,11 @@ def test_help_lists_every_target_with_a_description():
 def test_one_variable_per_flag(variable):
     assert "--k 16" in make("-n", "estimate", f"{variable}=16").stdout
     assert "--k 16" in make("-n", "eval", f"{variable}=16", "MODEL=m").stdout
-    for target, default in (("estimate", "--model qwen2.5-7b"), ("bench-gpu", "--model qwen2.5-7b"),
-                            ("eval", "--model artifacts/tiny/model")):
+    for target, default in (
+        ("estimate", "--model qwen2.5-7b"),
+        ("bench-gpu", "--model qwen2.5-7b"),
+        ("eval", "--model artifacts/tiny/model"),
+    ):
         assert default in make("-n", target).stdout
     assert "--model artifacts/tiny-code/model --task tiny-code" in make("-n", "eval", "TASK=tiny-code").stdout
 

@@ -8,14 +8,19 @@ from tests.conftest import REPO_ROOT
 
 def execute(name: str):
     notebook = nbformat.read(REPO_ROOT / "notebooks" / name, as_version=4)
-    NotebookClient(notebook, timeout=120, kernel_name="python3",
-                   resources={"metadata": {"path": str(REPO_ROOT / "notebooks")}}).execute()
+    NotebookClient(
+        notebook, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(REPO_ROOT / "notebooks")}}
+    ).execute()
     return notebook
 
 
 def outputs(notebook) -> str:
-    return "\n".join(out.get("text", "") + str(out.get("data", {}).get("text/plain", ""))
-                     for cell in notebook.cells if cell.cell_type == "code" for out in cell.get("outputs", []))
+    return "\n".join(
+        out.get("text", "") + str(out.get("data", {}).get("text/plain", ""))
+        for cell in notebook.cells
+        if cell.cell_type == "code"
+        for out in cell.get("outputs", [])
+    )
 
 
 def test_rewards_playground_runs_and_shows_scores_and_failures():
@@ -34,8 +39,13 @@ def test_comparison_notebook_shows_the_table_and_verdicts(compare_results, monke
     for method in ("grpo", "ppo", "dpo", "orpo"):
         assert f"{method:>5}  sampled:" in text and f"{method:>5}   greedy:" in text and f"{method:>5}: peak" in text
     assert "PPO - GRPO peak:" in text
-    images = [out for cell in notebook.cells if cell.cell_type == "code" for out in cell.get("outputs", [])
-              if "image/png" in out.get("data", {})]
+    images = [
+        out
+        for cell in notebook.cells
+        if cell.cell_type == "code"
+        for out in cell.get("outputs", [])
+        if "image/png" in out.get("data", {})
+    ]
     assert len(images) == 4  # memory, accuracy, rewards, and accuracy against compute
 
 

@@ -38,21 +38,30 @@ def test_write_your_own_reward_example(tmp_path):
     assert doctest.testmod(module).failed == 0
 
     samples = tmp_path / "samples.jsonl"
-    samples.write_text("".join(json.dumps(row) + "\n" for row in [
-        {"completion": "12+30. So the sum is 42.\n#### 42 coins", "answer": "#### 42"},
-        {"completion": "#### 41", "answer": "#### 42"},
-    ]))
+    samples.write_text(
+        "".join(
+            json.dumps(row) + "\n"
+            for row in [
+                {"completion": "12+30. So the sum is 42.\n#### 42 coins", "answer": "#### 42"},
+                {"completion": "#### 41", "answer": "#### 42"},
+            ]
+        )
+    )
     env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{REPO_ROOT}"}
-    out = subprocess.run([sys.executable, "-m", "eval.score", str(samples), "--rewards",
-                          "myrewards.mentions_units,math_accuracy"], cwd=REPO_ROOT, env=env, capture_output=True,
-                         text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "eval.score", str(samples), "--rewards", "myrewards.mentions_units,math_accuracy"],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert "myrewards.mentions_units: 1.0" in out and "math_accuracy: 0.0  (wrong: extracted '41')" in out
     assert "math_accuracy: mean 0.500 over 2/2" in out
 
     snippet = yaml.safe_load(next(block for block in code_blocks("yaml") if "myrewards" in block))
     sys.path.insert(0, str(tmp_path))
     try:
-        assert [f.__name__ for f in get_reward_funcs(snippet["reward_funcs"])] == ["math_accuracy",
-                                                                                "mentions_units"]
+        assert [f.__name__ for f in get_reward_funcs(snippet["reward_funcs"])] == ["math_accuracy", "mentions_units"]
     finally:
         sys.path.remove(str(tmp_path))

@@ -69,8 +69,9 @@ def main(argv=None):
     parser.add_argument("--seeds", type=int, default=3, help="runs per method, seeds 0..N-1")
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
     parser.add_argument("--sweep", action="store_true", help="the learning-rate sweep on the validation split")
-    parser.add_argument("--learning_rates", type=float, nargs="+", help="the sweep's grid for every method "
-                        "(default: SWEEP_GRID)")
+    parser.add_argument(
+        "--learning_rates", type=float, nargs="+", help="the sweep's grid for every method (default: SWEEP_GRID)"
+    )
     parser.add_argument("--validation_k", type=int, default=4, help="samples per validation problem")
     parser.add_argument("--out", help="default results/compare/<profile>")
     one_line_errors()
@@ -96,37 +97,58 @@ def main(argv=None):
         results = sweep(args.profile, prompts, out, args.methods, grid, validation, args.validation_k, limit)
         for row in results:
             if row["chosen"]:
-                print(f"[sweep] {row['method']}: learning_rate {row['learning_rate']:g} (validation sampled pass@1 "
-                      f"{row['validation_sampled_pass1']:.3f})")
+                print(
+                    f"[sweep] {row['method']}: learning_rate {row['learning_rate']:g} (validation sampled pass@1 "
+                    f"{row['validation_sampled_pass1']:.3f})"
+                )
         print(f"[sweep] wrote {out}/sweep.json, sweep.png in {time.time() - start:.0f} s")
         return results
 
     runs = {}
     for seed in range(args.seeds):
-        runs |= train_all(args.profile, prompts, out, args.methods, seed, checkpoints=CHECKPOINTS if validation
-                          else 0)
+        runs |= train_all(args.profile, prompts, out, args.methods, seed, checkpoints=CHECKPOINTS if validation else 0)
     evals = evaluate_all(grpo_config["model_name_or_path"], runs, profile["task"], limit, eval_k, temperature, out)
     curves = base_validation = None
     if validation:
-        curves = checkpoint_curves(grpo_config["model_name_or_path"], runs, profile["task"], validation,
-                                   args.validation_k, temperature, limit)
+        curves = checkpoint_curves(
+            grpo_config["model_name_or_path"], runs, profile["task"], validation, args.validation_k, temperature, limit
+        )
         rows = load_task_data(TASKS[profile["task"]], validation, limit)
-        base_validation = evaluate(grpo_config["model_name_or_path"], None, profile["task"], rows,
-                                   args.validation_k, temperature, greedy=False)[0]["sampled"]
+        base_validation = evaluate(
+            grpo_config["model_name_or_path"],
+            None,
+            profile["task"],
+            rows,
+            args.validation_k,
+            temperature,
+            greedy=False,
+        )[0]["sampled"]
 
     estimate_model = grpo_config["model_name_or_path"] if args.profile.startswith("tiny") else profile["model_name"]
     estimates = estimate_all(estimate_model, args.profile)[0]
     records = summarise(runs, evals, "sampled", estimates, curves)
     summary = {"methods": aggregate(records), "runs": records, "base_validation_sampled_pass1": base_validation}
     measure = next((r["memory_measure"] for r in records if "memory_measure" in r), "n/a")
-    settings = {"profile": args.profile, "task": profile["task"], "prompts": prompts, "seeds": args.seeds,
-                "eval_n": len(evals["base"]["greedy_per_problem"]), "eval_k": eval_k, "temperature": temperature,
-                "validation": validation, "validation_k": args.validation_k,
-                "learning_rates": {m: recipe_config(args.profile, m)[1].get("learning_rate") for m in args.methods},
-                "headline": "sampled pass@1", "memory_measure": measure, "machine": platform.platform(),
-                "processor": platform.processor() or platform.machine(), "cpus": os.cpu_count(),
-                "versions": library_versions(), "seconds": round(time.time() - start, 1),
-                "steps": {m: steps_for(m, recipe_config(args.profile, m)[1], prompts) for m in ("grpo", "ppo")}}
+    settings = {
+        "profile": args.profile,
+        "task": profile["task"],
+        "prompts": prompts,
+        "seeds": args.seeds,
+        "eval_n": len(evals["base"]["greedy_per_problem"]),
+        "eval_k": eval_k,
+        "temperature": temperature,
+        "validation": validation,
+        "validation_k": args.validation_k,
+        "learning_rates": {m: recipe_config(args.profile, m)[1].get("learning_rate") for m in args.methods},
+        "headline": "sampled pass@1",
+        "memory_measure": measure,
+        "machine": platform.platform(),
+        "processor": platform.processor() or platform.machine(),
+        "cpus": os.cpu_count(),
+        "versions": library_versions(),
+        "seconds": round(time.time() - start, 1),
+        "steps": {m: steps_for(m, recipe_config(args.profile, m)[1], prompts) for m in ("grpo", "ppo")},
+    }
     sweep_path = out / "sweep.json"
     sweep_rows = json.loads(sweep_path.read_text()) if sweep_path.is_file() else None
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
@@ -134,9 +156,12 @@ def main(argv=None):
     write_markdown(summary, settings, out / "summary.md", sweep_rows)
     plot(summary, estimates, out)
     print((out / "summary.md").read_text())
-    print(f"[compare] wrote {out}/summary.json, summary.md, memory.png, accuracy.png, rewards.png, compute.png "
-          f"in {settings['seconds']:.0f} s")
+    print(
+        f"[compare] wrote {out}/summary.json, summary.md, memory.png, accuracy.png, rewards.png, compute.png "
+        f"in {settings['seconds']:.0f} s"
+    )
     return summary
+
 
 if __name__ == "__main__":
     main()

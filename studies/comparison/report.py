@@ -23,19 +23,23 @@ def headline_table(summary: dict) -> str:
     sampled pass@1 and greedy accuracy with the seeds' 95% interval (the base: its own), the paired difference
     from the base, seconds per step and peak memory; with a code reward, the reward's time and the sandbox's rate."""
     code = any(a.get("sandbox_programs_per_second") for a in summary["methods"])
-    lines = ["| method | sampled pass@1 | vs base | greedy | vs base | s/step | peak MB"
-             + (" | reward s (share of training) | sandbox programs/s |" if code else " |"),
-             "|---|---|---|---|---|---|---|" + ("---|---|" if code else "")]
+    lines = [
+        "| method | sampled pass@1 | vs base | greedy | vs base | s/step | peak MB"
+        + (" | reward s (share of training) | sandbox programs/s |" if code else " |"),
+        "|---|---|---|---|---|---|---|" + ("---|---|" if code else ""),
+    ]
     for a in summary["methods"]:
         run = next(r for r in summary["runs"] if r["method"] == a["method"])
         base = a["method"] == "base"  # one model, evaluated once: no cost, no difference
         sampled_ci = a["sampled_pass1_ci95_seeds"] or run["sampled_pass1_ci95"]
-        row = (f"| {a['method']} | {pct(a['sampled_pass1'], sampled_ci)} "
-               f"| {diff(a.get('sampled_vs_base'), a.get('sampled_vs_base_ci95_seeds'))} "
-               f"| {pct(a['greedy_accuracy'], a['greedy_accuracy_ci95_seeds'] or run['greedy_ci95'])} "
-               f"| {diff(a.get('greedy_vs_base'), a.get('greedy_vs_base_ci95_seeds'))} "
-               f"| {'' if base else num(a['seconds_per_step'], '.2f')} "
-               f"| {'' if base else num(a['peak_memory_mb'], '.0f')} |")
+        row = (
+            f"| {a['method']} | {pct(a['sampled_pass1'], sampled_ci)} "
+            f"| {diff(a.get('sampled_vs_base'), a.get('sampled_vs_base_ci95_seeds'))} "
+            f"| {pct(a['greedy_accuracy'], a['greedy_accuracy_ci95_seeds'] or run['greedy_ci95'])} "
+            f"| {diff(a.get('greedy_vs_base'), a.get('greedy_vs_base_ci95_seeds'))} "
+            f"| {'' if base else num(a['seconds_per_step'], '.2f')} "
+            f"| {'' if base else num(a['peak_memory_mb'], '.0f')} |"
+        )
         if code:
             reward = f"{a['reward_seconds']:.1f} ({a['reward_share']:.0%})" if a["reward_seconds"] is not None else ""
             rate = num(a["sandbox_programs_per_second"], ".0f") if a["sandbox_programs_per_second"] else ""
@@ -46,27 +50,35 @@ def headline_table(summary: dict) -> str:
 
 def write_markdown(summary: dict, settings: dict, path: Path, sweep: list | None = None) -> None:
     n_seeds = max(a["n_seeds"] for a in summary["methods"])
-    lines = [f"# Method comparison, profile `{settings['profile']}`", "",
-             f"Headline: **{settings['headline']}** (sampled pass@1 at T={settings['temperature']} from "
-             f"{settings['eval_k']} samples per problem; greedy also shown). Held-out: {settings['eval_n']} problems "
-             f"of task `{settings['task']}`. Budget: {settings['prompts']} training prompts, each seen once by every "
-             f"method; {n_seeds} seed(s) per method. Per method: the mean over seeds with the seeds' 95% t-interval "
-             "(with one seed: the run's own 95% interval); 'vs base' is the paired per-problem difference from the "
-             "base, averaged over seeds.", "",
-             "| method | seeds | sampled pass@1 | vs base | greedy | vs base | sd (sampled, greedy) | peak memory MB "
-             "| est. GB | s/step | samples/s | models | trainable | reward s (share) | sandbox programs/s | clipped "
-             "| flag |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        f"# Method comparison, profile `{settings['profile']}`",
+        "",
+        f"Headline: **{settings['headline']}** (sampled pass@1 at T={settings['temperature']} from "
+        f"{settings['eval_k']} samples per problem; greedy also shown). Held-out: {settings['eval_n']} problems "
+        f"of task `{settings['task']}`. Budget: {settings['prompts']} training prompts, each seen once by every "
+        f"method; {n_seeds} seed(s) per method. Per method: the mean over seeds with the seeds' 95% t-interval "
+        "(with one seed: the run's own 95% interval); 'vs base' is the paired per-problem difference from the "
+        "base, averaged over seeds.",
+        "",
+        "| method | seeds | sampled pass@1 | vs base | greedy | vs base | sd (sampled, greedy) | peak memory MB "
+        "| est. GB | s/step | samples/s | models | trainable | reward s (share) | sandbox programs/s | clipped "
+        "| flag |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for a in summary["methods"]:
         run = next(r for r in summary["runs"] if r["method"] == a["method"])
         single = a["n_seeds"] == 1
-        flags = [f for f, on in (("beats base", a.get("beats_base")), ("clipped > 5%", a.get("flag_clipped")),
-                                 ("reward up, held-out not", single and run.get("flag_reward_up_accuracy_not")))
-                 if on]
-        sd = ("" if a["sampled_pass1_sd"] is None else
-              f"{a['sampled_pass1_sd']:.1%}, {a['greedy_accuracy_sd']:.1%}")
-        reward_time = ("n/a" if a["reward_seconds"] is None else
-                       f"{a['reward_seconds']:.1f} ({a['reward_share']:.0%})")
+        flags = [
+            f
+            for f, on in (
+                ("beats base", a.get("beats_base")),
+                ("clipped > 5%", a.get("flag_clipped")),
+                ("reward up, held-out not", single and run.get("flag_reward_up_accuracy_not")),
+            )
+            if on
+        ]
+        sd = "" if a["sampled_pass1_sd"] is None else f"{a['sampled_pass1_sd']:.1%}, {a['greedy_accuracy_sd']:.1%}"
+        reward_time = "n/a" if a["reward_seconds"] is None else f"{a['reward_seconds']:.1f} ({a['reward_share']:.0%})"
         vs_sampled = a.get("sampled_vs_base_ci95_seeds") or run.get("sampled_vs_base_ci95")
         vs_greedy = a.get("greedy_vs_base_ci95_seeds") or run.get("greedy_vs_base_ci95")
         lines.append(
@@ -79,30 +91,56 @@ def write_markdown(summary: dict, settings: dict, path: Path, sweep: list | None
             f"| {num(a['seconds_per_step'], '.2f')} | {num(a['samples_per_second'], '.1f')} "
             f"| {num(a['models_in_memory'], 'd')} | {num(a['trainable_params'], ',')} "
             f"| {reward_time} | {num(a['sandbox_programs_per_second'], '.0f')} "
-            f"| {pct(a['clipped_share'])} | {', '.join(flags)} |")
-    lines += ["", "## Single runs", "", "| method | seed | sampled pass@1 | vs base | greedy | vs base | s/step "
-              "| reward first -> last |", "|---|---|---|---|---|---|---|---|"]
+            f"| {pct(a['clipped_share'])} | {', '.join(flags)} |"
+        )
+    lines += [
+        "",
+        "## Single runs",
+        "",
+        "| method | seed | sampled pass@1 | vs base | greedy | vs base | s/step | reward first -> last |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for r in summary["runs"]:
         if r["method"] == "base":
             continue
-        lines.append(f"| {r['method']} | {r['seed']} | {pct(r['sampled_pass1'], r['sampled_pass1_ci95'])} "
-                     f"| {diff(r['sampled_vs_base'], r['sampled_vs_base_ci95'])} "
-                     f"| {pct(r['greedy_accuracy'], r['greedy_ci95'])} "
-                     f"| {diff(r['greedy_vs_base'], r['greedy_vs_base_ci95'])} | {r['seconds_per_step']:.2f} "
-                     f"| {num(r['reward_first'], '.3f')} -> {num(r['reward_last'], '.3f')} ({r['reward_key']}) |")
+        lines.append(
+            f"| {r['method']} | {r['seed']} | {pct(r['sampled_pass1'], r['sampled_pass1_ci95'])} "
+            f"| {diff(r['sampled_vs_base'], r['sampled_vs_base_ci95'])} "
+            f"| {pct(r['greedy_accuracy'], r['greedy_ci95'])} "
+            f"| {diff(r['greedy_vs_base'], r['greedy_vs_base_ci95'])} | {r['seconds_per_step']:.2f} "
+            f"| {num(r['reward_first'], '.3f')} -> {num(r['reward_last'], '.3f')} ({r['reward_key']}) |"
+        )
     if sweep:
-        lines += ["", "## Learning-rate sweep (validation split)", "", "| method | learning rate | validation sampled "
-                  "pass@1 | chosen |", "|---|---|---|---|"]
-        lines += [f"| {row['method']} | {row['learning_rate']:g} "
-                  f"| {pct(row['validation_sampled_pass1'], row['ci95'])} | {'yes' if row['chosen'] else ''} |"
-                  for row in sweep]
-    lines += ["", "Peak memory is measured in each method's own process: " + settings["memory_measure"]
-              + ". 'est. GB' is `studies.memory.estimate` for the same configs. Training rewards: GRPO and PPO log "
-              "the task reward of their batches; DPO and ORPO log their implicit reward margin (no task reward in "
-              "training). 'clipped': share of held-out completions (greedy and sampled) that reached the length "
-              "limit.",
-              "", "## Settings", "", "```json", json.dumps(settings, indent=2), "```", ""]
+        lines += [
+            "",
+            "## Learning-rate sweep (validation split)",
+            "",
+            "| method | learning rate | validation sampled pass@1 | chosen |",
+            "|---|---|---|---|",
+        ]
+        lines += [
+            f"| {row['method']} | {row['learning_rate']:g} "
+            f"| {pct(row['validation_sampled_pass1'], row['ci95'])} | {'yes' if row['chosen'] else ''} |"
+            for row in sweep
+        ]
+    lines += [
+        "",
+        "Peak memory is measured in each method's own process: "
+        + settings["memory_measure"]
+        + ". 'est. GB' is `studies.memory.estimate` for the same configs. Training rewards: GRPO and PPO log "
+        "the task reward of their batches; DPO and ORPO log their implicit reward margin (no task reward in "
+        "training). 'clipped': share of held-out completions (greedy and sampled) that reached the length "
+        "limit.",
+        "",
+        "## Settings",
+        "",
+        "```json",
+        json.dumps(settings, indent=2),
+        "```",
+        "",
+    ]
     path.write_text("\n".join(lines))
+
 
 def plot(summary: dict, estimates: dict | None, out: Path) -> None:
     import matplotlib
@@ -146,10 +184,14 @@ def plot(summary: dict, estimates: dict | None, out: Path) -> None:
     for offset, (metric, run_ci, label) in enumerate(metrics):
         xs = [i + offset * 0.4 for i in range(len(methods))]
         means = [a[metric] for a in methods]
-        cis = [a[f"{metric}_ci95_seeds"] or next(r for r in summary["runs"] if r["method"] == a["method"])[run_ci]
-               for a in methods]
-        err = [[m - ci[0] for m, ci in zip(means, cis, strict=True)], [ci[1] - m for m, ci in zip(means, cis,
-                                                                                              strict=True)]]
+        cis = [
+            a[f"{metric}_ci95_seeds"] or next(r for r in summary["runs"] if r["method"] == a["method"])[run_ci]
+            for a in methods
+        ]
+        err = [
+            [m - ci[0] for m, ci in zip(means, cis, strict=True)],
+            [ci[1] - m for m, ci in zip(means, cis, strict=True)],
+        ]
         ax.bar(xs, means, width=0.4, yerr=err, capsize=3, label=f"{label} (mean, 95% CI)", alpha=0.7)
         for x, a in zip(xs, methods, strict=True):
             points = [r[metric] for r in summary["runs"] if r["method"] == a["method"]]
@@ -167,8 +209,13 @@ def plot(summary: dict, estimates: dict | None, out: Path) -> None:
         for r in (r for r in runs if r["method"] == a["method"] and r["reward_curve"]):
             steps, values = zip(*r["reward_curve"], strict=True)
             ax.plot(steps, values, ".", color=colors[a["method"]], alpha=0.25, markersize=3)
-            ax.plot(steps, rolling_mean(list(values), max(1, len(values) // 8)), color=colors[a["method"]],
-                    linewidth=1, label=f"seed {r['seed']} (rolling mean)")
+            ax.plot(
+                steps,
+                rolling_mean(list(values), max(1, len(values) // 8)),
+                color=colors[a["method"]],
+                linewidth=1,
+                label=f"seed {r['seed']} (rolling mean)",
+            )
         ax.set_title(a["method"])
         ax.set_xlabel("step")
         ax.set_ylabel(a["reward_key"])
@@ -192,8 +239,13 @@ def plot(summary: dict, estimates: dict | None, out: Path) -> None:
                 ax.fill_between(xs, [min(y) for y in ys], [max(y) for y in ys], color=colors[a["method"]], alpha=0.2)
         base = next(a for a in methods if a["method"] == "base")
         for ax, label in zip(axes, ("training seconds", "samples generated or trained on"), strict=True):
-            ax.axhline(summary.get("base_validation_sampled_pass1") or base["sampled_pass1"], color="gray",
-                       linestyle="--", linewidth=1, label="base")
+            ax.axhline(
+                summary.get("base_validation_sampled_pass1") or base["sampled_pass1"],
+                color="gray",
+                linestyle="--",
+                linewidth=1,
+                label="base",
+            )
             ax.set_xlabel(label)
             ax.set_ylabel("validation sampled pass@1 (band: seeds' range)")
             ax.legend(fontsize=8)

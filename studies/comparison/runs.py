@@ -17,18 +17,39 @@ from eval.tasks import TASKS, load_task_data
 METHODS = ("grpo", "ppo", "dpo", "orpo")
 
 PROFILES = {
-    "tiny": {"task": "tiny", "prompts": 320, "eval_limit": None, "eval_k": 8, "model_name": "artifacts/tiny/model",
-             "validation": "artifacts/tiny/data/validation.jsonl"},
-    "tiny-code": {"task": "tiny-code", "prompts": 320, "eval_limit": None, "eval_k": 8,
-                  "model_name": "artifacts/tiny-code/model",
-                  "validation": "artifacts/tiny-code/data/validation.jsonl"},
-    "7b": {"task": "gsm8k", "prompts": 512, "eval_limit": 500, "eval_k": 4, "model_name": "qwen2.5-7b",
-           "validation": None},
+    "tiny": {
+        "task": "tiny",
+        "prompts": 320,
+        "eval_limit": None,
+        "eval_k": 8,
+        "model_name": "artifacts/tiny/model",
+        "validation": "artifacts/tiny/data/validation.jsonl",
+    },
+    "tiny-code": {
+        "task": "tiny-code",
+        "prompts": 320,
+        "eval_limit": None,
+        "eval_k": 8,
+        "model_name": "artifacts/tiny-code/model",
+        "validation": "artifacts/tiny-code/data/validation.jsonl",
+    },
+    "7b": {
+        "task": "gsm8k",
+        "prompts": 512,
+        "eval_limit": 500,
+        "eval_k": 4,
+        "model_name": "qwen2.5-7b",
+        "validation": None,
+    },
 }
 
 # The sweep's grid: learning rates around each method's working range on the tiny worlds.
-SWEEP_GRID = {"grpo": [2e-4, 5e-4, 1e-3], "ppo": [2e-4, 5e-4, 1e-3], "dpo": [5e-5, 1e-4, 5e-4],
-              "orpo": [5e-5, 1e-4, 5e-4]}
+SWEEP_GRID = {
+    "grpo": [2e-4, 5e-4, 1e-3],
+    "ppo": [2e-4, 5e-4, 1e-3],
+    "dpo": [5e-5, 1e-4, 5e-4],
+    "orpo": [5e-5, 1e-4, 5e-4],
+}
 
 CHECKPOINTS = 4  # accuracy against compute: an adapter at every quarter of the budget
 
@@ -39,11 +60,13 @@ def recipe_config(profile: str, method: str) -> tuple[Path, dict]:
         raise SystemExit(f"--profile {profile}: no recipe config {path}")
     return path, yaml.safe_load(path.read_text())
 
+
 def samples_per_step(method: str, config: dict) -> int:
     """Samples an optimizer step trains on: completions for GRPO (k per prompt) and PPO (one per prompt, over all its
     mini-batches), pairs for DPO/ORPO."""
     per_step = config.get("per_device_train_batch_size", 8) * config.get("gradient_accumulation_steps", 1)
     return per_step * config.get("num_mini_batches", 1) if method == "ppo" else per_step
+
 
 def steps_for(method: str, config: dict, prompts: int) -> int:
     """Optimizer steps that show each of `prompts` prompts once (GRPO and PPO; DPO/ORPO run one epoch)."""
@@ -51,17 +74,28 @@ def steps_for(method: str, config: dict, prompts: int) -> int:
     prompts_per_step = samples_per_step(method, config) // group
     return max(1, math.ceil(prompts / prompts_per_step))
 
+
 def run(command: list[str], log: Path) -> float:
     start = time.time()
     with open(log, "w") as fh:
         result = subprocess.run(command, stdout=fh, stderr=subprocess.STDOUT)
     if result.returncode:
-        raise SystemExit(f"{' '.join(command)} failed (exit {result.returncode}); see {log}:\n"
-                         + "\n".join(log.read_text().splitlines()[-15:]))
+        raise SystemExit(
+            f"{' '.join(command)} failed (exit {result.returncode}); see {log}:\n"
+            + "\n".join(log.read_text().splitlines()[-15:])
+        )
     return time.time() - start
 
-def train_all(profile: str, prompts: int, out: Path, methods, seed: int = 0,
-              learning_rates: dict | None = None, checkpoints: int = CHECKPOINTS) -> dict:
+
+def train_all(
+    profile: str,
+    prompts: int,
+    out: Path,
+    methods,
+    seed: int = 0,
+    learning_rates: dict | None = None,
+    checkpoints: int = CHECKPOINTS,
+) -> dict:
     """Train every method once with `seed`, each in its own process; returns (method, seed) -> run folder. With
     `checkpoints`, each run saves its adapter at every 1/checkpoints of its budget (and their times)."""
     runs = {}
@@ -69,15 +103,42 @@ def train_all(profile: str, prompts: int, out: Path, methods, seed: int = 0,
     pairs_file = out / f"pairs-seed{seed}.jsonl"
     if {"dpo", "orpo"} & set(methods):
         grpo_config = recipe_config(profile, "grpo")[1]
-        run([sys.executable, "-m", "recipes.pairs", "--config", str(pairs_path), "--max_prompts", str(prompts),
-             "--num_samples", str(grpo_config.get("num_generations", 8)), "--seed", str(seed),
-             "--temperature", str(grpo_config.get("temperature", 1.0)), "--output", str(pairs_file)],
-            out / f"pairs-seed{seed}.log")
+        run(
+            [
+                sys.executable,
+                "-m",
+                "recipes.pairs",
+                "--config",
+                str(pairs_path),
+                "--max_prompts",
+                str(prompts),
+                "--num_samples",
+                str(grpo_config.get("num_generations", 8)),
+                "--seed",
+                str(seed),
+                "--temperature",
+                str(grpo_config.get("temperature", 1.0)),
+                "--output",
+                str(pairs_file),
+            ],
+            out / f"pairs-seed{seed}.log",
+        )
     for method in methods:
         path, config = recipe_config(profile, method)
         run_dir = out / f"{method}-seed{seed}"
-        command = [sys.executable, "-m", f"recipes.{method}", "--config", str(path), "--output_dir", str(run_dir),
-                   "--logging_steps", "1", "--seed", str(seed)]
+        command = [
+            sys.executable,
+            "-m",
+            f"recipes.{method}",
+            "--config",
+            str(path),
+            "--output_dir",
+            str(run_dir),
+            "--logging_steps",
+            "1",
+            "--seed",
+            str(seed),
+        ]
         if method in ("grpo", "ppo"):
             steps = steps_for(method, config, prompts)
             command += ["--max_train_samples", str(prompts), "--max_steps", str(steps)]
@@ -87,16 +148,28 @@ def train_all(profile: str, prompts: int, out: Path, methods, seed: int = 0,
         if learning_rates and method in learning_rates:
             command += ["--learning_rate", str(learning_rates[method])]
         # every quarter of the budget, all kept (the recipe YAMLs keep only the last few)
-        command += (["--save_strategy", "steps", "--save_steps", str(max(1, steps // checkpoints)),
-                     "--save_total_limit", str(steps + 1)] if checkpoints else ["--save_strategy", "no"])
+        command += (
+            [
+                "--save_strategy",
+                "steps",
+                "--save_steps",
+                str(max(1, steps // checkpoints)),
+                "--save_total_limit",
+                str(steps + 1),
+            ]
+            if checkpoints
+            else ["--save_strategy", "no"]
+        )
         print(f"[compare] training {method} (seed {seed}) ...", flush=True)
         seconds = run(command, out / f"{method}-seed{seed}.log")
         print(f"[compare] {method} (seed {seed}) done in {seconds:.0f} s", flush=True)
         runs[(method, seed)] = run_dir
     return runs
 
-def evaluate(model_name: str, adapter: Path | None, task: str, rows: list[dict], k: int, temperature: float,
-             greedy: bool = True) -> tuple[dict, list[dict]]:
+
+def evaluate(
+    model_name: str, adapter: Path | None, task: str, rows: list[dict], k: int, temperature: float, greedy: bool = True
+) -> tuple[dict, list[dict]]:
     """One model (4-bit as trained) on `rows`: sampled pass@1 from k samples, greedy accuracy, per-problem scores,
     completion lengths and the share cut at the length limit."""
     model, tokenizer = load_for_eval(model_name, str(adapter) if adapter else None, load_in_4bit=True)
@@ -104,23 +177,31 @@ def evaluate(model_name: str, adapter: Path | None, task: str, rows: list[dict],
     if greedy:
         torch.manual_seed(0)
         metrics, greedy_records = evaluate_model(model, tokenizer, task, rows)
-        result |= {"greedy": metrics["accuracy"], "greedy_ci95": metrics["accuracy_ci95"],
-                   "greedy_per_problem": [r["score"] for r in greedy_records]}
+        result |= {
+            "greedy": metrics["accuracy"],
+            "greedy_ci95": metrics["accuracy_ci95"],
+            "greedy_per_problem": [r["score"] for r in greedy_records],
+        }
         records += greedy_records
     torch.manual_seed(0)
     metrics, sampled_records = evaluate_model(model, tokenizer, task, rows, k=k, temperature=temperature)
     records += sampled_records
     lengths = [len(tokenizer(r["completion"], add_special_tokens=False)["input_ids"]) for r in records]
     limit = TASKS[task].max_new_tokens
-    result |= {"sampled": metrics["pass@1"], "sampled_ci95": metrics["pass@1_ci95"],
-               "sampled_per_problem": [c / k for c in correct_per_problem(sampled_records, k)],
-               "completion_length_mean": sum(lengths) / len(lengths),
-               "clipped_share": sum(n >= limit for n in lengths) / len(lengths)}
+    result |= {
+        "sampled": metrics["pass@1"],
+        "sampled_ci95": metrics["pass@1_ci95"],
+        "sampled_per_problem": [c / k for c in correct_per_problem(sampled_records, k)],
+        "completion_length_mean": sum(lengths) / len(lengths),
+        "clipped_share": sum(n >= limit for n in lengths) / len(lengths),
+    }
     del model
     return result, records
 
-def evaluate_all(model_name: str, runs: dict, task: str, limit: int | None, k: int, temperature: float,
-                 out: Path) -> dict:
+
+def evaluate_all(
+    model_name: str, runs: dict, task: str, limit: int | None, k: int, temperature: float, out: Path
+) -> dict:
     """`base` and every (method, seed) -> greedy and sampled metrics on the held-out set."""
     rows = load_task_data(TASKS[task], None, limit)
     results = {}
@@ -129,18 +210,25 @@ def evaluate_all(model_name: str, runs: dict, task: str, limit: int | None, k: i
         results[key], records = evaluate(model_name, adapter, task, rows, k, temperature)
         with open(out / f"eval_{name}.jsonl", "w") as fh:
             fh.writelines(json.dumps(record) + "\n" for record in records)
-        print(f"[compare] {name}: greedy {results[key]['greedy']:.3f}, sampled pass@1 {results[key]['sampled']:.3f}",
-              flush=True)
+        print(
+            f"[compare] {name}: greedy {results[key]['greedy']:.3f}, sampled pass@1 {results[key]['sampled']:.3f}",
+            flush=True,
+        )
     return results
 
-def checkpoint_curves(model_name: str, runs: dict, task: str, validation: str, k: int, temperature: float,
-                      limit: int | None = None) -> dict:
+
+def checkpoint_curves(
+    model_name: str, runs: dict, task: str, validation: str, k: int, temperature: float, limit: int | None = None
+) -> dict:
     """(method, seed) -> [{step, train_seconds, samples, validation sampled pass@1}] at each saved checkpoint."""
     rows = load_task_data(TASKS[task], validation, limit)
     curves = {}
     for (method, seed), run_dir in runs.items():
-        saved = [json.loads(line) for line in (run_dir / "checkpoints.jsonl").read_text().splitlines()] \
-            if (run_dir / "checkpoints.jsonl").is_file() else []
+        saved = (
+            [json.loads(line) for line in (run_dir / "checkpoints.jsonl").read_text().splitlines()]
+            if (run_dir / "checkpoints.jsonl").is_file()
+            else []
+        )
         config = yaml.safe_load((run_dir / "config.yaml").read_text())
         points = []
         for point in saved:
@@ -148,10 +236,18 @@ def checkpoint_curves(model_name: str, runs: dict, task: str, validation: str, k
             if not (checkpoint / "adapter_model.safetensors").is_file():
                 continue
             metrics, _ = evaluate(model_name, checkpoint, task, rows, k, temperature, greedy=False)
-            points.append({"step": point["step"], "train_seconds": point["train_seconds"],
-                           "samples": samples_per_step(method, config) * point["step"],
-                           "validation_sampled_pass1": metrics["sampled"]})
+            points.append(
+                {
+                    "step": point["step"],
+                    "train_seconds": point["train_seconds"],
+                    "samples": samples_per_step(method, config) * point["step"],
+                    "validation_sampled_pass1": metrics["sampled"],
+                }
+            )
         curves[(method, seed)] = points
-        print(f"[compare] {method}-seed{seed} on validation: "
-              + ", ".join(f"step {p['step']} {p['validation_sampled_pass1']:.3f}" for p in points), flush=True)
+        print(
+            f"[compare] {method}-seed{seed} on validation: "
+            + ", ".join(f"step {p['step']} {p['validation_sampled_pass1']:.3f}" for p in points),
+            flush=True,
+        )
     return curves

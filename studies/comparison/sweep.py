@@ -8,8 +8,9 @@ from eval.tasks import TASKS, load_task_data
 from studies.comparison.runs import METHODS, PROFILES, evaluate, recipe_config, train_all
 
 
-def sweep(profile: str, prompts: int, out: Path, methods, grid: dict, validation: str, k: int,
-          limit: int | None) -> list[dict]:
+def sweep(
+    profile: str, prompts: int, out: Path, methods, grid: dict, validation: str, k: int, limit: int | None
+) -> list[dict]:
     """Each method at each learning rate of its grid (seed 0, the comparison's budget), scored on the validation
     split; the best validation sampled pass@1 per method is `chosen`. Writes sweep.json and sweep.png."""
     config = recipe_config(profile, "grpo")[1]
@@ -22,13 +23,23 @@ def sweep(profile: str, prompts: int, out: Path, methods, grid: dict, validation
         folder.mkdir(parents=True, exist_ok=True)
         runs = train_all(profile, prompts, folder, list(rates), 0, rates, checkpoints=0)
         for (method, _), run_dir in runs.items():
-            metrics, _ = evaluate(config["model_name_or_path"], run_dir, task, rows, k, config["temperature"],
-                                  greedy=False)
-            results.append({"method": method, "learning_rate": rates[method],
-                            "validation_sampled_pass1": metrics["sampled"], "ci95": metrics["sampled_ci95"],
-                            "validation_n": len(rows), "k": k})
-            print(f"[sweep] {method} lr {rates[method]:g}: validation sampled pass@1 {metrics['sampled']:.3f}",
-                  flush=True)
+            metrics, _ = evaluate(
+                config["model_name_or_path"], run_dir, task, rows, k, config["temperature"], greedy=False
+            )
+            results.append(
+                {
+                    "method": method,
+                    "learning_rate": rates[method],
+                    "validation_sampled_pass1": metrics["sampled"],
+                    "ci95": metrics["sampled_ci95"],
+                    "validation_n": len(rows),
+                    "k": k,
+                }
+            )
+            print(
+                f"[sweep] {method} lr {rates[method]:g}: validation sampled pass@1 {metrics['sampled']:.3f}",
+                flush=True,
+            )
     for method in methods:
         best = max((r for r in results if r["method"] == method), key=lambda r: r["validation_sampled_pass1"])
         for r in results:
@@ -45,10 +56,17 @@ def sweep(profile: str, prompts: int, out: Path, methods, grid: dict, validation
     fig, ax = plt.subplots(figsize=(7, 4))
     for method in methods:
         rows_ = [r for r in results if r["method"] == method]
-        ax.errorbar([r["learning_rate"] for r in rows_], [r["validation_sampled_pass1"] for r in rows_],
-                    yerr=[[r["validation_sampled_pass1"] - r["ci95"][0] for r in rows_],
-                          [r["ci95"][1] - r["validation_sampled_pass1"] for r in rows_]],
-                    marker="o", capsize=3, label=method)
+        ax.errorbar(
+            [r["learning_rate"] for r in rows_],
+            [r["validation_sampled_pass1"] for r in rows_],
+            yerr=[
+                [r["validation_sampled_pass1"] - r["ci95"][0] for r in rows_],
+                [r["ci95"][1] - r["validation_sampled_pass1"] for r in rows_],
+            ],
+            marker="o",
+            capsize=3,
+            label=method,
+        )
     ax.set_xscale("log")
     ax.set_xlabel("learning rate")
     ax.set_ylabel("validation sampled pass@1 (95% CI)")

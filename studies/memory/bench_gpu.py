@@ -44,9 +44,11 @@ def require_cuda() -> None:
     import torch
 
     if not torch.cuda.is_available():
-        raise SystemExit(f"make bench-gpu needs a CUDA GPU: torch.cuda.is_available() is False on this machine "
-                         f"(torch {torch.__version__}, no NVIDIA GPU or driver visible). Run it on a machine with "
-                         "one; `make bench-memory` measures memory on the CPU and `make estimate` needs no device.")
+        raise SystemExit(
+            f"make bench-gpu needs a CUDA GPU: torch.cuda.is_available() is False on this machine "
+            f"(torch {torch.__version__}, no NVIDIA GPU or driver visible). Run it on a machine with "
+            "one; `make bench-memory` measures memory on the CPU and `make estimate` needs no device."
+        )
 
 
 def build_random_model(model: str, work: Path) -> Path:
@@ -60,8 +62,11 @@ def build_random_model(model: str, work: Path) -> Path:
     rows = [json.loads(line) for line in FIXTURE.read_text().splitlines()]
     tokenizer = build_tokenizer([r["question"] + "\n" + r["answer"] for r in rows] * 4, vocab_size=2048)
     config = resolve_model_config(model)
-    config.eos_token_id, config.pad_token_id, config.bos_token_id = (tokenizer.eos_token_id,
-                                                                     tokenizer.pad_token_id, None)
+    config.eos_token_id, config.pad_token_id, config.bos_token_id = (
+        tokenizer.eos_token_id,
+        tokenizer.pad_token_id,
+        None,
+    )
     torch.manual_seed(0)
     with torch.device("cuda"):
         random_model = AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16)
@@ -88,11 +93,13 @@ def generation_tokens_per_second(model_dir: Path, k: int, new_tokens: int) -> fl
     import torch
     from trl import ModelConfig
 
-    args = ModelConfig(model_name_or_path=str(model_dir), load_in_4bit=True, use_bnb_nested_quant=True,
-                       dtype="bfloat16")
+    args = ModelConfig(
+        model_name_or_path=str(model_dir), load_in_4bit=True, use_bnb_nested_quant=True, dtype="bfloat16"
+    )
     model, tokenizer = load_model(args), load_tokenizer(args)
-    prompts = [[{"role": "user", "content": json.loads(line)["question"]}]
-               for line in FIXTURE.read_text().splitlines()[:4]]
+    prompts = [
+        [{"role": "user", "content": json.loads(line)["question"]}] for line in FIXTURE.read_text().splitlines()[:4]
+    ]
     model.generation_config.min_new_tokens = new_tokens  # random weights would stop at random; time a full batch
     generate(model, tokenizer, prompts[:1], max_new_tokens=8, temperature=1.0)  # warm-up (kernels, allocator)
     torch.cuda.synchronize()
@@ -117,6 +124,7 @@ def main(argv=None):
 
     import torch
     import yaml
+
     work, out = Path(args.work), Path(args.out)
     work.mkdir(parents=True, exist_ok=True)
     out.mkdir(parents=True, exist_ok=True)
@@ -126,16 +134,33 @@ def main(argv=None):
     lengths = write_data(work, model_dir, grpo_config["system_prompt"])
     prompts, pairs = work / "prompts.jsonl", work / "pairs.jsonl"
     arch = architecture(resolve_model_config(args.model))
-    tokens_per_second = generation_tokens_per_second(model_dir, grpo_config["num_generations"],
-                                                     grpo_config["max_completion_length"])
+    tokens_per_second = generation_tokens_per_second(
+        model_dir, grpo_config["num_generations"], grpo_config["max_completion_length"]
+    )
     records = []
     for method in METHODS:
         run_dir = out / method
         data = ["--dataset_name", str(pairs)] if method in ("dpo", "orpo") else ["--dataset_name", str(prompts)]
-        command = [sys.executable, "-m", f"recipes.{method}", "--config", f"recipes/configs/7b/{method}.yaml",
-                   "--model_name_or_path", str(model_dir), "--output_dir", str(run_dir), "--max_steps",
-                   str(args.steps), "--save_strategy", "no", "--logging_steps", "1", "--measure_tensor_memory", "true",
-                   *data]
+        command = [
+            sys.executable,
+            "-m",
+            f"recipes.{method}",
+            "--config",
+            f"recipes/configs/7b/{method}.yaml",
+            "--model_name_or_path",
+            str(model_dir),
+            "--output_dir",
+            str(run_dir),
+            "--max_steps",
+            str(args.steps),
+            "--save_strategy",
+            "no",
+            "--logging_steps",
+            "1",
+            "--measure_tensor_memory",
+            "true",
+            *data,
+        ]
         result = subprocess.run(command, capture_output=True, text=True)
         if result.returncode:
             raise SystemExit(f"{method} failed:\n{result.stdout[-2000:]}\n{result.stderr[-3000:]}")
@@ -143,35 +168,62 @@ def main(argv=None):
         samples = samples_trained(method, run_dir, cost["train_steps"])
         estimate_mb = estimated_mb(method, arch, lengths)
         error = (estimate_mb - cost["peak_memory_mb"]) / cost["peak_memory_mb"]
-        records.append({
-            "method": method, "accuracy": None, "accuracy_ci95": None, "peak_memory_mb": cost["peak_memory_mb"],
-            "memory_measure": cost["measure"], "train_seconds": cost["train_seconds"],
-            "seconds_per_step": cost["train_seconds"] / cost["train_steps"], "train_steps": cost["train_steps"],
-            "samples_per_second": samples / cost["train_seconds"], "samples": samples,
-            "estimated_memory_mb": estimate_mb, "estimate_error": error,
-            # the CPU meter's count on the GPU: checks the meter against CUDA's own allocator counter
-            "peak_tensor_mb": cost["peak_tensor_mb"],
-            "models_in_memory": cost["models_in_memory"], "holds": HOLDS[method],
-            "trainable_params": cost["trainable_params"], "reward_first": None, "reward_last": None,
-            "completion_length_mean": None,
-            "generation_tokens_per_second": tokens_per_second if method in ("grpo", "ppo") else None})
-        print(f"{method:>5}: max_memory_allocated {cost['peak_memory_mb'] / 1024:.2f} GB, estimated "
-              f"{estimate_mb / 1024:.2f} GB, error {error:+.1%} (live-tensor meter {cost['peak_tensor_mb'] / 1024:.2f}"
-              f" GB); {records[-1]['seconds_per_step']:.1f} s/step",
-              flush=True)
-    settings = {"model": args.model, "device": torch.cuda.get_device_name(), "steps": args.steps,
-                "generation_tokens_per_second": tokens_per_second, "versions": library_versions(),
-                "seconds": round(time.time() - start, 1), "weights": "random (architecture from config.json)"}
+        records.append(
+            {
+                "method": method,
+                "accuracy": None,
+                "accuracy_ci95": None,
+                "peak_memory_mb": cost["peak_memory_mb"],
+                "memory_measure": cost["measure"],
+                "train_seconds": cost["train_seconds"],
+                "seconds_per_step": cost["train_seconds"] / cost["train_steps"],
+                "train_steps": cost["train_steps"],
+                "samples_per_second": samples / cost["train_seconds"],
+                "samples": samples,
+                "estimated_memory_mb": estimate_mb,
+                "estimate_error": error,
+                # the CPU meter's count on the GPU: checks the meter against CUDA's own allocator counter
+                "peak_tensor_mb": cost["peak_tensor_mb"],
+                "models_in_memory": cost["models_in_memory"],
+                "holds": HOLDS[method],
+                "trainable_params": cost["trainable_params"],
+                "reward_first": None,
+                "reward_last": None,
+                "completion_length_mean": None,
+                "generation_tokens_per_second": tokens_per_second if method in ("grpo", "ppo") else None,
+            }
+        )
+        print(
+            f"{method:>5}: max_memory_allocated {cost['peak_memory_mb'] / 1024:.2f} GB, estimated "
+            f"{estimate_mb / 1024:.2f} GB, error {error:+.1%} (live-tensor meter {cost['peak_tensor_mb'] / 1024:.2f}"
+            f" GB); {records[-1]['seconds_per_step']:.1f} s/step",
+            flush=True,
+        )
+    settings = {
+        "model": args.model,
+        "device": torch.cuda.get_device_name(),
+        "steps": args.steps,
+        "generation_tokens_per_second": tokens_per_second,
+        "versions": library_versions(),
+        "seconds": round(time.time() - start, 1),
+        "weights": "random (architecture from config.json)",
+    }
     (out / "summary.json").write_text(json.dumps(records, indent=2) + "\n")
     (out / "settings.json").write_text(json.dumps(settings, indent=2) + "\n")
-    lines = [f"# GPU benchmark: {args.model} in 4-bit + LoRA, {settings['device']}", "",
-             "| method | max_memory_allocated GB | estimated GB | error | s/step | samples/s | generation tokens/s "
-             "| models |", "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        f"# GPU benchmark: {args.model} in 4-bit + LoRA, {settings['device']}",
+        "",
+        "| method | max_memory_allocated GB | estimated GB | error | s/step | samples/s | generation tokens/s "
+        "| models |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for r in records:
         gen = "" if r["generation_tokens_per_second"] is None else f"{r['generation_tokens_per_second']:.0f}"
-        lines.append(f"| {r['method']} | {r['peak_memory_mb'] / 1024:.2f} | {r['estimated_memory_mb'] / 1024:.2f} "
-                     f"| {r['estimate_error']:+.1%} | {r['seconds_per_step']:.1f} "
-                     f"| {r['samples_per_second']:.2f} | {gen} | {r['models_in_memory']} |")
+        lines.append(
+            f"| {r['method']} | {r['peak_memory_mb'] / 1024:.2f} | {r['estimated_memory_mb'] / 1024:.2f} "
+            f"| {r['estimate_error']:+.1%} | {r['seconds_per_step']:.1f} "
+            f"| {r['samples_per_second']:.2f} | {gen} | {r['models_in_memory']} |"
+        )
     (out / "summary.md").write_text("\n".join(lines + ["", "```json", json.dumps(settings, indent=2), "```", ""]))
     print((out / "summary.md").read_text())
 

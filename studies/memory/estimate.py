@@ -62,8 +62,16 @@ MODELS = {
 }
 DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 # Bytes of optimizer state per trainable parameter.
-OPTIMIZER_BYTES = {"adamw_torch": 8, "adamw_torch_fused": 8, "adamw_hf": 8, "paged_adamw_32bit": 8,
-                   "adamw_8bit": 2, "adamw_bnb_8bit": 2, "paged_adamw_8bit": 2, "sgd": 0}
+OPTIMIZER_BYTES = {
+    "adamw_torch": 8,
+    "adamw_torch_fused": 8,
+    "adamw_hf": 8,
+    "paged_adamw_32bit": 8,
+    "adamw_8bit": 2,
+    "adamw_bnb_8bit": 2,
+    "paged_adamw_8bit": 2,
+    "sgd": 0,
+}
 # A GSM8K question with the 7B configs' system prompt in Qwen's chat template is 100-250 tokens.
 PROMPT_TOKENS = 256
 BLOCKSIZE = 64  # bitsandbytes' 4-bit block size (one absmax per 64 weights)
@@ -127,18 +135,27 @@ def architecture(config) -> Architecture:
         model = AutoModelForCausalLM.from_config(config)
     lm_head = model.get_output_embeddings()
     # transformers keeps the output embedding out of bitsandbytes, as it does every non-Linear module.
-    quantized = [(name, m.in_features, m.out_features) for name, m in model.named_modules()
-                 if isinstance(m, nn.Linear) and m is not lm_head]
+    quantized = [
+        (name, m.in_features, m.out_features)
+        for name, m in model.named_modules()
+        if isinstance(m, nn.Linear) and m is not lm_head
+    ]
     quantized_params = sum(i * o for _, i, o in quantized)
     total = sum(p.numel() for p in model.parameters())
     text = config.get_text_config()
     head_dim = getattr(text, "head_dim", None) or text.hidden_size // text.num_attention_heads
-    return Architecture(quantized=quantized, other_params=total - quantized_params,
-                        lm_head_params=0 if text.tie_word_embeddings else lm_head.weight.numel(),
-                        hidden=text.hidden_size, intermediate=text.intermediate_size,
-                        layers=text.num_hidden_layers, heads=text.num_attention_heads,
-                        kv_heads=getattr(text, "num_key_value_heads", None) or text.num_attention_heads,
-                        head_dim=head_dim, vocab=text.vocab_size)
+    return Architecture(
+        quantized=quantized,
+        other_params=total - quantized_params,
+        lm_head_params=0 if text.tie_word_embeddings else lm_head.weight.numel(),
+        hidden=text.hidden_size,
+        intermediate=text.intermediate_size,
+        layers=text.num_hidden_layers,
+        heads=text.num_attention_heads,
+        kv_heads=getattr(text, "num_key_value_heads", None) or text.num_attention_heads,
+        head_dim=head_dim,
+        vocab=text.vocab_size,
+    )
 
 
 @dataclasses.dataclass
@@ -183,29 +200,46 @@ def settings_from_config(method: str, path: Path, prompt_length: int = PROMPT_TO
     # transformers 5 names it activation_checkpointing; TRL's configs default the old name to True
     checkpointing = values.get("activation_checkpointing", values.get("gradient_checkpointing"))
     checkpointing = get("gradient_checkpointing") if checkpointing is None else checkpointing
-    common = {"dtype": values.get("dtype", "bfloat16"), "nested_quant": values.get("use_bnb_nested_quant", False),
-              "lora_r": values.get("lora_r", 16), "lora_targets": values.get("lora_target_modules", "all-linear"),
-              "optimizer": str(get("optim")), "gradient_checkpointing": checkpointing}
+    common = {
+        "dtype": values.get("dtype", "bfloat16"),
+        "nested_quant": values.get("use_bnb_nested_quant", False),
+        "lora_r": values.get("lora_r", 16),
+        "lora_targets": values.get("lora_target_modules", "all-linear"),
+        "optimizer": str(get("optim")),
+        "gradient_checkpointing": checkpointing,
+    }
     if common["dtype"] in (None, "auto"):
         common["dtype"] = "bfloat16"
     if method == "grpo":
         steps_per_generation = get("steps_per_generation") or grad_accum
-        return Settings(method, get("per_device_train_batch_size"), prompt_length, get("max_completion_length"),
-                        generation_batch=get("per_device_train_batch_size") * steps_per_generation, **common)
+        return Settings(
+            method,
+            get("per_device_train_batch_size"),
+            prompt_length,
+            get("max_completion_length"),
+            generation_batch=get("per_device_train_batch_size") * steps_per_generation,
+            **common,
+        )
     if method == "ppo":
         rollout = get("per_device_train_batch_size") * grad_accum * get("num_mini_batches")
-        return Settings(method, get("per_device_train_batch_size"), prompt_length, get("response_length"),
-                        generation_batch=min(rollout, get("local_rollout_forward_batch_size")),
-                        rollout_batch=rollout, **common)
+        return Settings(
+            method,
+            get("per_device_train_batch_size"),
+            prompt_length,
+            get("response_length"),
+            generation_batch=min(rollout, get("local_rollout_forward_batch_size")),
+            rollout_batch=rollout,
+            **common,
+        )
     max_length = get("max_length") or 1024
-    return Settings(method, get("per_device_train_batch_size"), max_length // 2, max_length - max_length // 2,
-                    **common)
+    return Settings(
+        method, get("per_device_train_batch_size"), max_length // 2, max_length - max_length // 2, **common
+    )
 
 
 def _lora_params(arch: Architecture, settings: Settings) -> int:
     targets = settings.lora_targets
-    chosen = [(i, o) for name, i, o in arch.quantized
-              if targets == "all-linear" or name.rsplit(".", 1)[-1] in targets]
+    chosen = [(i, o) for name, i, o in arch.quantized if targets == "all-linear" or name.rsplit(".", 1)[-1] in targets]
     return sum(settings.lora_r * (i + o) for i, o in chosen)
 
 
@@ -224,10 +258,16 @@ LAYER_VECTORS = {
 
 
 def _layer_bytes_per_token(arch: Architecture, settings: Settings, e: int) -> float:
-    widths = {"hidden": arch.hidden, "intermediate": arch.intermediate, "attention": arch.heads * arch.head_dim,
-              "kv": arch.kv_heads * arch.head_dim, "lora": settings.lora_r}
-    return sum(widths[w] * (n_compute * e + n_fp32 * 4) for w, (n_compute, n_fp32)
-               in LAYER_VECTORS[settings.method].items())
+    widths = {
+        "hidden": arch.hidden,
+        "intermediate": arch.intermediate,
+        "attention": arch.heads * arch.head_dim,
+        "kv": arch.kv_heads * arch.head_dim,
+        "lora": settings.lora_r,
+    }
+    return sum(
+        widths[w] * (n_compute * e + n_fp32 * 4) for w, (n_compute, n_fp32) in LAYER_VECTORS[settings.method].items()
+    )
 
 
 def _logits_bytes(arch: Architecture, settings: Settings, sequences: int, e: int) -> float:
@@ -261,14 +301,19 @@ def estimate(arch: Architecture, settings: Settings) -> dict[str, float]:
     tokens = sequences * length
     # TRL's GRPO and DPO cast the adapters to the compute dtype under bf16; PPO's and ORPO's stay in PEFT's fp32.
     lora_bytes = e if settings.method in ("grpo", "dpo") else 4
-    out = {"weights_gb": weights, "lora_gb": lora_bytes * lora,
-           "gradients_gb": lora_bytes * lora + 4 * critic_trainable,
-           "optimizer_gb": optimizer_per_param * (lora + critic_trainable)}
-    out["critic_weights_gb"] = (weights - arch.lm_head_params * e + arch.hidden * e + 4 * critic_trainable
-                                if models == 2 else 0.0)
+    out = {
+        "weights_gb": weights,
+        "lora_gb": lora_bytes * lora,
+        "gradients_gb": lora_bytes * lora + 4 * critic_trainable,
+        "optimizer_gb": optimizer_per_param * (lora + critic_trainable),
+    }
+    out["critic_weights_gb"] = (
+        weights - arch.lm_head_params * e + arch.hidden * e + 4 * critic_trainable if models == 2 else 0.0
+    )
     # PPO keeps the rollout's fp32 logits (rollout batch x response x vocabulary) through its training epochs.
-    out["rollout_buffer_gb"] = (settings.rollout_batch * settings.completion_length * arch.vocab * 4
-                                if settings.method == "ppo" else 0.0)
+    out["rollout_buffer_gb"] = (
+        settings.rollout_batch * settings.completion_length * arch.vocab * 4 if settings.method == "ppo" else 0.0
+    )
     layer = tokens * _layer_bytes_per_token(arch, settings, e)
     out["logits_gb"] = _logits_bytes(arch, settings, sequences, e)
     if settings.gradient_checkpointing:
@@ -297,8 +342,9 @@ def fits(total_gb: float, gpu_gb: float) -> bool:
     return total_gb * 1.1 + 0.5 <= gpu_gb
 
 
-def estimate_all(model: str, profile: str = "7b", k: int | None = None, seq: int | None = None,
-                 config_dir: Path | None = None) -> tuple[dict, dict]:
+def estimate_all(
+    model: str, profile: str = "7b", k: int | None = None, seq: int | None = None, config_dir: Path | None = None
+) -> tuple[dict, dict]:
     """(method -> components in GB, method -> Settings) for the profile's recipe configs."""
     arch = architecture(resolve_model_config(model))
     config_dir = config_dir or REPO_ROOT / "recipes" / "configs" / profile
@@ -340,13 +386,17 @@ def main(argv=None):
     for component in [*components, "total_gb"]:
         print(f"{component:<20}" + "".join(f"{results[m][component]:>10.2f}" for m in METHODS))
     for size in sizes:
-        print(f"{'fits ' + format(size, 'g') + ' GB':<20}" + "".join(
-            f"{'yes' if fits(results[m]['total_gb'], size) else 'no':>10}" for m in METHODS))
+        print(
+            f"{'fits ' + format(size, 'g') + ' GB':<20}"
+            + "".join(f"{'yes' if fits(results[m]['total_gb'], size) else 'no':>10}" for m in METHODS)
+        )
     for method in METHODS:
         s = settings[method]
-        print(f"{method}: micro-batch {s.micro_batch}, prompt {s.prompt_length} + completion {s.completion_length} "
-              f"tokens, generation batch {s.generation_batch}, {s.dtype}, LoRA r={s.lora_r}, {s.optimizer}, "
-              f"gradient checkpointing {s.gradient_checkpointing}")
+        print(
+            f"{method}: micro-batch {s.micro_batch}, prompt {s.prompt_length} + completion {s.completion_length} "
+            f"tokens, generation batch {s.generation_batch}, {s.dtype}, LoRA r={s.lora_r}, {s.optimizer}, "
+            f"gradient checkpointing {s.gradient_checkpointing}"
+        )
     return results
 
 

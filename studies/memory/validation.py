@@ -52,10 +52,18 @@ def build_model(out: Path, hidden: int, layers: int, vocab: int):
 
     rows = [json.loads(line) for line in FIXTURE.read_text().splitlines()]
     tokenizer = build_tokenizer([r["question"] + "\n" + r["answer"] for r in rows] * 4, vocab_size=2048)
-    config = Qwen2Config(vocab_size=vocab, hidden_size=hidden, intermediate_size=hidden * 8 // 3 // 64 * 64,
-                         num_hidden_layers=layers, num_attention_heads=hidden // 64, num_key_value_heads=2,
-                         tie_word_embeddings=False, eos_token_id=tokenizer.eos_token_id,
-                         pad_token_id=tokenizer.pad_token_id, bos_token_id=None)
+    config = Qwen2Config(
+        vocab_size=vocab,
+        hidden_size=hidden,
+        intermediate_size=hidden * 8 // 3 // 64 * 64,
+        num_hidden_layers=layers,
+        num_attention_heads=hidden // 64,
+        num_key_value_heads=2,
+        tie_word_embeddings=False,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=None,
+    )
     if not (out / "config.json").is_file():
         torch.manual_seed(0)
         Qwen2ForCausalLM(config).save_pretrained(out)
@@ -71,29 +79,56 @@ def write_data(work: Path, tokenizer_dir: Path, system_prompt: str) -> dict:
     gold = row["answer"].rsplit("#### ", 1)[1].strip()
     wrong = row["answer"].rsplit("#### ", 1)[0] + f"#### {gold}1"
     prompt = [{"role": "user", "content": row["question"]}]
-    pair = {"prompt": prompt, "chosen": [{"role": "assistant", "content": row["answer"]}],
-            "rejected": [{"role": "assistant", "content": wrong}]}
+    pair = {
+        "prompt": prompt,
+        "chosen": [{"role": "assistant", "content": row["answer"]}],
+        "rejected": [{"role": "assistant", "content": wrong}],
+    }
     (work / "prompts.jsonl").write_text((json.dumps(row) + "\n") * 64)
     (work / "pairs.jsonl").write_text((json.dumps(pair) + "\n") * 64)
 
     tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
 
     def tokens(messages, generation_prompt=False) -> int:
-        return len(tokenizer.apply_chat_template(messages, tokenize=True, add_generation_prompt=generation_prompt,
-                                                 return_dict=False))
+        return len(
+            tokenizer.apply_chat_template(
+                messages, tokenize=True, add_generation_prompt=generation_prompt, return_dict=False
+            )
+        )
 
-    return {"prompt": tokens([{"role": "system", "content": system_prompt}, *prompt], generation_prompt=True),
-            "pair_prompt": tokens(prompt, generation_prompt=True),
-            "pair": max(tokens(prompt + pair[side]) for side in ("chosen", "rejected"))}
+    return {
+        "prompt": tokens([{"role": "system", "content": system_prompt}, *prompt], generation_prompt=True),
+        "pair_prompt": tokens(prompt, generation_prompt=True),
+        "pair": max(tokens(prompt + pair[side]) for side in ("chosen", "rejected")),
+    }
 
 
 def run_args(method: str, model_dir: Path, work: Path, run_dir: Path, checkpointing: bool) -> list[str]:
     data = work / ("pairs.jsonl" if method in ("dpo", "orpo") else "prompts.jsonl")
-    args = ["--config", str(REPO_ROOT / "recipes" / "configs" / "7b" / f"{method}.yaml"),
-            "--model_name_or_path", str(model_dir), "--dataset_name", str(data), "--output_dir", str(run_dir),
-            "--use_cpu", "true", "--max_steps", "2", "--gradient_accumulation_steps", "1", "--save_strategy", "no",
-            "--logging_steps", "1", "--activation_checkpointing", str(checkpointing).lower(),
-            "--measure_tensor_memory", "true"]
+    args = [
+        "--config",
+        str(REPO_ROOT / "recipes" / "configs" / "7b" / f"{method}.yaml"),
+        "--model_name_or_path",
+        str(model_dir),
+        "--dataset_name",
+        str(data),
+        "--output_dir",
+        str(run_dir),
+        "--use_cpu",
+        "true",
+        "--max_steps",
+        "2",
+        "--gradient_accumulation_steps",
+        "1",
+        "--save_strategy",
+        "no",
+        "--logging_steps",
+        "1",
+        "--activation_checkpointing",
+        str(checkpointing).lower(),
+        "--measure_tensor_memory",
+        "true",
+    ]
     if method == "grpo":
         args += ["--max_completion_length", str(COMPLETION_TOKENS)]
     if method == "ppo":
@@ -105,22 +140,29 @@ def with_pair_lengths(settings, lengths: dict):
     """DPO/ORPO settings for `write_data`'s pair: its exact prompt and sequence lengths, the sequence cut at the
     config's max_length as the trainer cuts it."""
     total = min(lengths["pair"], settings.prompt_length + settings.completion_length)
-    return dataclasses.replace(settings, prompt_length=lengths["pair_prompt"],
-                               completion_length=total - lengths["pair_prompt"])
+    return dataclasses.replace(
+        settings, prompt_length=lengths["pair_prompt"], completion_length=total - lengths["pair_prompt"]
+    )
 
 
 def estimator_settings(method: str, lengths: dict, checkpointing: bool):
     """The estimator's view of exactly what the run does: the 7B config as `make estimate` reads it, with this
     benchmark's overrides and the runs' exact lengths."""
     config = REPO_ROOT / "recipes" / "configs" / "7b" / f"{method}.yaml"
-    settings = dataclasses.replace(settings_from_config(method, config, lengths["prompt"]),
-                                   gradient_checkpointing=checkpointing)
+    settings = dataclasses.replace(
+        settings_from_config(method, config, lengths["prompt"]), gradient_checkpointing=checkpointing
+    )
     if method == "grpo":
-        return dataclasses.replace(settings, completion_length=COMPLETION_TOKENS,
-                                   generation_batch=settings.micro_batch)
+        return dataclasses.replace(
+            settings, completion_length=COMPLETION_TOKENS, generation_batch=settings.micro_batch
+        )
     if method == "ppo":  # one micro-batch per step: the rollout is one too
-        return dataclasses.replace(settings, completion_length=COMPLETION_TOKENS,
-                                   generation_batch=settings.micro_batch, rollout_batch=settings.micro_batch)
+        return dataclasses.replace(
+            settings,
+            completion_length=COMPLETION_TOKENS,
+            generation_batch=settings.micro_batch,
+            rollout_batch=settings.micro_batch,
+        )
     return with_pair_lengths(settings, lengths)
 
 
@@ -128,8 +170,11 @@ def estimated_parts(components: dict) -> dict:
     """The estimate's components grouped as the meter sees them (MB)."""
     mb = {key: value * GB / 2**20 for key, value in components.items()}
     model = mb["weights_gb"] + mb["lora_gb"] + mb["critic_weights_gb"]
-    return {"model": model, "between_steps": model + mb["optimizer_gb"] + mb["rollout_buffer_gb"],
-            "peak": mb["total_gb"]}
+    return {
+        "model": model,
+        "between_steps": model + mb["optimizer_gb"] + mb["rollout_buffer_gb"],
+        "peak": mb["total_gb"],
+    }
 
 
 def measure(size: str, methods, checkpointing_modes, work: Path) -> list[dict]:
@@ -145,8 +190,12 @@ def measure(size: str, methods, checkpointing_modes, work: Path) -> list[dict]:
         for method in methods:
             run_dir = work / f"{size}-{method}-{'ckpt' if checkpointing else 'nockpt'}"
             start = time.time()
-            command = [sys.executable, "-m", f"recipes.{method}",
-                       *run_args(method, model_dir, work, run_dir, checkpointing)]
+            command = [
+                sys.executable,
+                "-m",
+                f"recipes.{method}",
+                *run_args(method, model_dir, work, run_dir, checkpointing),
+            ]
             result = subprocess.run(command, capture_output=True, text=True, cwd=REPO_ROOT)
             if result.returncode:
                 raise SystemExit(f"{method} ({size}) failed:\n{result.stdout[-2000:]}\n{result.stderr[-3000:]}")
@@ -155,23 +204,38 @@ def measure(size: str, methods, checkpointing_modes, work: Path) -> list[dict]:
             components = estimate(arch, settings)
             estimated = estimated_parts(components)
             measured = cost["tensor_mb"]
-            record = {"method": method, "size": size,
-                      "model": {"parameters": parameters, "hidden": hidden, "layers": layers, "vocab": vocab,
-                                "intermediate": config.intermediate_size, "heads": config.num_attention_heads,
-                                "kv_heads": config.num_key_value_heads},
-                      "settings": dataclasses.asdict(settings),
-                      "measured_mb": round(measured["peak"], 1), "estimated_mb": round(estimated["peak"], 1),
-                      "error": round((estimated["peak"] - measured["peak"]) / measured["peak"], 4),
-                      "parts_mb": {part: {"measured": round(measured[part], 1),
-                                          "estimated": round(estimated[part], 1)} for part in estimated},
-                      "estimated_components_mb": {k: round(v * GB / 2**20, 1) for k, v in components.items()},
-                      "peak_rss_mb": round(cost["peak_memory_mb"], 1), "seconds": round(time.time() - start, 1)}
+            record = {
+                "method": method,
+                "size": size,
+                "model": {
+                    "parameters": parameters,
+                    "hidden": hidden,
+                    "layers": layers,
+                    "vocab": vocab,
+                    "intermediate": config.intermediate_size,
+                    "heads": config.num_attention_heads,
+                    "kv_heads": config.num_key_value_heads,
+                },
+                "settings": dataclasses.asdict(settings),
+                "measured_mb": round(measured["peak"], 1),
+                "estimated_mb": round(estimated["peak"], 1),
+                "error": round((estimated["peak"] - measured["peak"]) / measured["peak"], 4),
+                "parts_mb": {
+                    part: {"measured": round(measured[part], 1), "estimated": round(estimated[part], 1)}
+                    for part in estimated
+                },
+                "estimated_components_mb": {k: round(v * GB / 2**20, 1) for k, v in components.items()},
+                "peak_rss_mb": round(cost["peak_memory_mb"], 1),
+                "seconds": round(time.time() - start, 1),
+            }
             records.append(record)
-            print(f"{size:>6} {method:>4} checkpointing {'on ' if checkpointing else 'off'}: measured "
-                  f"{record['measured_mb']:7.1f} MB, estimated {record['estimated_mb']:7.1f} MB, error "
-                  f"{record['error']:+.1%}  (model {measured['model']:.0f}/{estimated['model']:.0f}, between steps "
-                  f"{measured['between_steps']:.0f}/{estimated['between_steps']:.0f}; {record['seconds']:.0f} s)",
-                  flush=True)
+            print(
+                f"{size:>6} {method:>4} checkpointing {'on ' if checkpointing else 'off'}: measured "
+                f"{record['measured_mb']:7.1f} MB, estimated {record['estimated_mb']:7.1f} MB, error "
+                f"{record['error']:+.1%}  (model {measured['model']:.0f}/{estimated['model']:.0f}, between steps "
+                f"{measured['between_steps']:.0f}/{estimated['between_steps']:.0f}; {record['seconds']:.0f} s)",
+                flush=True,
+            )
     return records
 
 
@@ -185,23 +249,33 @@ def meter_overhead(work: Path) -> dict:
         run_dir = work / f"overhead-{'metered' if metered else 'plain'}"
         args = run_args("grpo", model_dir, work, run_dir, checkpointing=True)
         args[args.index("--measure_tensor_memory") + 1] = str(metered).lower()
-        result = subprocess.run([sys.executable, "-m", "recipes.grpo", *args], capture_output=True, text=True,
-                                cwd=REPO_ROOT)
+        result = subprocess.run(
+            [sys.executable, "-m", "recipes.grpo", *args], capture_output=True, text=True, cwd=REPO_ROOT
+        )
         if result.returncode:
             raise SystemExit(f"grpo (overhead) failed:\n{result.stderr[-3000:]}")
         seconds[metered] = json.loads((run_dir / "cost.json").read_text())["train_seconds"]
-    return {"method": "grpo", "size": "small", "train_seconds_without_meter": round(seconds[False], 2),
-            "train_seconds_with_meter": round(seconds[True], 2), "ratio": round(seconds[True] / seconds[False], 2)}
+    return {
+        "method": "grpo",
+        "size": "small",
+        "train_seconds_without_meter": round(seconds[False], 2),
+        "train_seconds_with_meter": round(seconds[True], 2),
+        "ratio": round(seconds[True] / seconds[False], 2),
+    }
 
 
 def table(records: list[dict]) -> str:
     """Markdown: method x size x checkpointing, measured live-tensor peak, estimate, error."""
-    lines = ["| method | model | activation checkpointing | measured peak MB | estimated MB | error |",
-             "|---|---|---|---|---|---|"]
+    lines = [
+        "| method | model | activation checkpointing | measured peak MB | estimated MB | error |",
+        "|---|---|---|---|---|---|",
+    ]
     for r in records:
-        lines.append(f"| {r['method']} | {r['model']['parameters'] / 1e6:.0f}M | "
-                     f"{'on' if r['settings']['gradient_checkpointing'] else 'off'} | {r['measured_mb']:,.0f} | "
-                     f"{r['estimated_mb']:,.0f} | {r['error']:+.1%} |")
+        lines.append(
+            f"| {r['method']} | {r['model']['parameters'] / 1e6:.0f}M | "
+            f"{'on' if r['settings']['gradient_checkpointing'] else 'off'} | {r['measured_mb']:,.0f} | "
+            f"{r['estimated_mb']:,.0f} | {r['error']:+.1%} |"
+        )
     return "\n".join(lines)
 
 
@@ -212,8 +286,12 @@ def main(argv=None):
     parser.add_argument("--checkpointing", nargs="+", default=["on", "off"], choices=["on", "off"])
     parser.add_argument("--out", default="results/bench/memory")
     parser.add_argument("--publish", action="store_true", help=f"also write {PUBLISHED.relative_to(REPO_ROOT)}")
-    parser.add_argument("--overhead", action=argparse.BooleanOptionalAction, default=True,
-                        help="also time the small GRPO run without the meter (<out>/overhead.json)")
+    parser.add_argument(
+        "--overhead",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="also time the small GRPO run without the meter (<out>/overhead.json)",
+    )
     one_line_errors()
     args = parser.parse_args(argv)
 
@@ -231,8 +309,10 @@ def main(argv=None):
     if args.overhead:
         overhead = meter_overhead(out)
         (out / "overhead.json").write_text(json.dumps(overhead, indent=2) + "\n")
-        print(f"the live-tensor meter's cost: {overhead['train_seconds_with_meter']} s of training with it, "
-              f"{overhead['train_seconds_without_meter']} s without ({overhead['ratio']}x)")
+        print(
+            f"the live-tensor meter's cost: {overhead['train_seconds_with_meter']} s of training with it, "
+            f"{overhead['train_seconds_without_meter']} s without ({overhead['ratio']}x)"
+        )
     worst = max(abs(r["error"]) for r in records)
     print(f"largest error {worst:.1%} over {len(records)} runs")
     return records

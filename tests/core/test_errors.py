@@ -7,22 +7,42 @@ import pytest
 from tests.conftest import REPO_ROOT
 
 
-@pytest.mark.parametrize("command,message", [
-    (["make", "grpo", "CONFIG=nope.yaml"], "error: config file nope.yaml does not exist; the shipped ones: "
-                                           "recipes/configs/7b/dpo.yaml"),
-    (["make", "dpo", "CONFIG=recipes/configs/tiny/dpo.yaml", "ARGS=--dataset_name missing/pairs.jsonl"],
-     "error: dataset file missing/pairs.jsonl does not exist"),
-    (["make", "eval", "DATA=missing.jsonl"], "error: dataset file missing.jsonl does not exist"),
-    (["make", "eval", "TASK=nope"], "error: argument --task: invalid choice: 'nope' (choose from 'gsm8k', "),
-    (["make", "score", "FILE=missing.jsonl", "REWARDS=math_accuracy"], "error: no file missing.jsonl"),
-    (["make", "score", "FILE=tests/fixtures/gsm8k_sample.jsonl", "REWARDS=math_acuracy"],
-     "error: unknown reward 'math_acuracy'; known: math_accuracy, format,"),
-    (["make", "grpo", "ARGS=--reward_funcs math_acuracy"], "unknown reward 'math_acuracy'; known: math_accuracy,"),
-    (["make", "grpo", "ARGS=--learnin_rate 1e-4"],
-     "error in recipes/configs/tiny/grpo.yaml: Some specified arguments are not used by the HfArgumentParser: "
-     "['--learnin_rate'"),
-], ids=["missing-config", "missing-data", "eval-missing-data", "unknown-task", "score-missing-file",
-        "score-unknown-reward", "recipe-unknown-reward", "unknown-key"])
+@pytest.mark.parametrize(
+    "command,message",
+    [
+        (
+            ["make", "grpo", "CONFIG=nope.yaml"],
+            "error: config file nope.yaml does not exist; the shipped ones: recipes/configs/7b/dpo.yaml",
+        ),
+        (
+            ["make", "dpo", "CONFIG=recipes/configs/tiny/dpo.yaml", "ARGS=--dataset_name missing/pairs.jsonl"],
+            "error: dataset file missing/pairs.jsonl does not exist",
+        ),
+        (["make", "eval", "DATA=missing.jsonl"], "error: dataset file missing.jsonl does not exist"),
+        (["make", "eval", "TASK=nope"], "error: argument --task: invalid choice: 'nope' (choose from 'gsm8k', "),
+        (["make", "score", "FILE=missing.jsonl", "REWARDS=math_accuracy"], "error: no file missing.jsonl"),
+        (
+            ["make", "score", "FILE=tests/fixtures/gsm8k_sample.jsonl", "REWARDS=math_acuracy"],
+            "error: unknown reward 'math_acuracy'; known: math_accuracy, format,",
+        ),
+        (["make", "grpo", "ARGS=--reward_funcs math_acuracy"], "unknown reward 'math_acuracy'; known: math_accuracy,"),
+        (
+            ["make", "grpo", "ARGS=--learnin_rate 1e-4"],
+            "error in recipes/configs/tiny/grpo.yaml: Some specified arguments are not used by the HfArgumentParser: "
+            "['--learnin_rate'",
+        ),
+    ],
+    ids=[
+        "missing-config",
+        "missing-data",
+        "eval-missing-data",
+        "unknown-task",
+        "score-missing-file",
+        "score-unknown-reward",
+        "recipe-unknown-reward",
+        "unknown-key",
+    ],
+)
 def test_one_line_error_without_traceback(tiny_world, tiny_pairs, command, message):
     result = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
     assert result.returncode != 0
@@ -38,7 +58,12 @@ def test_make_score_reads_compressed_files(tmp_path):
     rows = b'{"completion": "#### 4", "answer": "#### 4"}\n{"completion": "#### 5", "answer": "#### 4"}\n'
     for name, data in (("s.jsonl.gz", gzip.compress(rows)), ("s.jsonl.bz2", bz2.compress(rows))):
         (tmp_path / name).write_bytes(data)
-        result = subprocess.run(["make", "score", f"FILE={tmp_path / name}", "REWARDS=math_accuracy"], cwd=REPO_ROOT,
-                                capture_output=True, text=True, timeout=300)
+        result = subprocess.run(
+            ["make", "score", f"FILE={tmp_path / name}", "REWARDS=math_accuracy"],
+            cwd=REPO_ROOT,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert result.returncode == 0, result.stderr[-2000:]
         assert "math_accuracy: mean 0.500 over 2/2" in result.stdout

@@ -5,13 +5,13 @@ from core.memory_meter import LiveTensorMeter
 
 def test_counts_a_known_allocation_pattern_exactly():
     with LiveTensorMeter() as meter:
-        a = torch.ones(1000)                       # 4,000 bytes
-        view = a[10:20].reshape(2, 5)              # a view: the same storage, not counted again
-        a.mul_(2)                                  # in place: nothing new
+        a = torch.ones(1000)  # 4,000 bytes
+        view = a[10:20].reshape(2, 5)  # a view: the same storage, not counted again
+        a.mul_(2)  # in place: nothing new
         b = torch.empty(250, dtype=torch.float64)  # 2,000: 6,000 live
-        c = a + 1                                  # 4,000: 10,000 live, the peak
-        del a, view                                # a's storage dies with its last view: 6,000
-        d = torch.zeros(100, dtype=torch.int8)     # 100: 6,100
+        c = a + 1  # 4,000: 10,000 live, the peak
+        del a, view  # a's storage dies with its last view: 6,000
+        d = torch.zeros(100, dtype=torch.int8)  # 100: 6,100
     assert meter.peak_bytes == 10_000 and meter.live_bytes == 6_100
     del b, c, d
     assert meter.live_bytes == 0

@@ -10,8 +10,16 @@ from tests.conftest import FIXTURES
 
 
 def tiny_model_args(tiny_world, **overrides):
-    args = dict(model_name_or_path=str(tiny_world / "model"), load_in_4bit=True, use_peft=True, lora_r=8,
-                lora_alpha=16, lora_target_modules="all-linear", use_bnb_nested_quant=True, dtype="float32")
+    args = dict(
+        model_name_or_path=str(tiny_world / "model"),
+        load_in_4bit=True,
+        use_peft=True,
+        lora_r=8,
+        lora_alpha=16,
+        lora_target_modules="all-linear",
+        use_bnb_nested_quant=True,
+        dtype="float32",
+    )
     args.update(overrides)
     return ModelConfig(**args)
 
@@ -77,4 +85,3 @@ def test_world_json_records_the_build(tiny_world):
     world = json.loads((tiny_world / "world.json").read_text())
     assert 0.5 <= world["held_out_accuracy"] <= 0.9  # the slipping teacher leaves room for RL
     assert world["n_test"] == 200
-

@@ -13,14 +13,24 @@ def fake_run(folder, rows):
 
 
 def grpo_rows(offset):
-    return [{"step": s, "reward": 0.5 + offset + s / 100, "kl": s / 1000, "completions/mean_length": 50 + s,
-             "completions/clipped_ratio": 0.0, "learning_rate": 5e-4} for s in range(1, 21)]
+    return [
+        {
+            "step": s,
+            "reward": 0.5 + offset + s / 100,
+            "kl": s / 1000,
+            "completions/mean_length": 50 + s,
+            "completions/clipped_ratio": 0.0,
+            "learning_rate": 5e-4,
+        }
+        for s in range(1, 21)
+    ]
 
 
 def test_make_plot_one_run_and_two_overlaid(tmp_path):
     grpo = fake_run(tmp_path / "grpo-run", grpo_rows(0.0))
-    dpo = fake_run(tmp_path / "dpo-run", [{"step": s, "rewards/margins": s / 50, "learning_rate": 1e-4}
-                                          for s in range(1, 11)])
+    dpo = fake_run(
+        tmp_path / "dpo-run", [{"step": s, "rewards/margins": s / 50, "learning_rate": 1e-4} for s in range(1, 11)]
+    )
     one = subprocess.run(["make", "plot", f"RUN={grpo}"], cwd=REPO_ROOT, capture_output=True, text=True)
     assert one.returncode == 0, one.stderr
     assert (grpo / "metrics.png").read_bytes()[:8] == PNG and f"wrote {grpo / 'metrics.png'}" in one.stdout

@@ -32,10 +32,25 @@ def test_one_verifier_one_number(tiny_world, tmp_path):
 
 
 def test_sampling_reports_pass_at_k_and_compare_shows_flips(tiny_world, tmp_path, capsys):
-    greedy = eval_main(["--model", str(tiny_world / "model"), "--task", "tiny", "--limit", "12",
-                        "--out", str(tmp_path / "greedy")])
-    sampled = eval_main(["--model", str(tiny_world / "model"), "--task", "tiny", "--limit", "12", "--k", "4",
-                         "--temperature", "1.0", "--out", str(tmp_path / "sampled")])
+    greedy = eval_main(
+        ["--model", str(tiny_world / "model"), "--task", "tiny", "--limit", "12", "--out", str(tmp_path / "greedy")]
+    )
+    sampled = eval_main(
+        [
+            "--model",
+            str(tiny_world / "model"),
+            "--task",
+            "tiny",
+            "--limit",
+            "12",
+            "--k",
+            "4",
+            "--temperature",
+            "1.0",
+            "--out",
+            str(tmp_path / "sampled"),
+        ]
+    )
     assert 0.0 <= sampled["pass@1"] <= sampled["pass@2"] <= sampled["pass@4"] <= 1.0
     assert sampled["generation"]["k"] == 4 and not sampled["generation"]["greedy"]
     changed = flips.main([str(tmp_path / "greedy" / "results.json"), str(tmp_path / "sampled" / "results.json")])
@@ -61,13 +76,32 @@ def test_vllm_is_optional_and_asking_for_it_without_it_is_a_clear_error(tmp_path
 
 def test_unparseable_gold_answers_count_as_wrong_and_are_named(tiny_world, tmp_path):
     data = tmp_path / "math.jsonl"
-    data.write_text("".join(json.dumps({"problem": p, "answer": a}) + "\n" for p, a in
-                            [("Ana has 12 coins. Ana gets 30 more. How many?", "42"), ("Name it.", "not given")]))
-    results = eval_main(["--model", str(tiny_world / "model"), "--task", "math500", "--data", str(data),
-                         "--max_new_tokens", "8", "--out", str(tmp_path / "out")])
+    data.write_text(
+        "".join(
+            json.dumps({"problem": p, "answer": a}) + "\n"
+            for p, a in [("Ana has 12 coins. Ana gets 30 more. How many?", "42"), ("Name it.", "not given")]
+        )
+    )
+    results = eval_main(
+        [
+            "--model",
+            str(tiny_world / "model"),
+            "--task",
+            "math500",
+            "--data",
+            str(data),
+            "--max_new_tokens",
+            "8",
+            "--out",
+            str(tmp_path / "out"),
+        ]
+    )
     assert results["n"] == 2
-    assert results["unparseable_gold"] == {"count": 1, "scored_as": "wrong (0), counted in n",
-                                           "examples": [{"index": 1, "gold": "not given"}]}
+    assert results["unparseable_gold"] == {
+        "count": 1,
+        "scored_as": "wrong (0), counted in n",
+        "examples": [{"index": 1, "gold": "not given"}],
+    }
     saved = json.loads((tmp_path / "out" / "results.json").read_text())
     assert saved["unparseable_gold"]["count"] == 1 and saved["accuracy"] <= 0.5
 
@@ -78,10 +112,16 @@ def test_make_eval_reads_humaneval_gzipped_as_distributed(tiny_world, tmp_path):
     data = tmp_path / "HumanEval.jsonl.gz"
     data.write_bytes(gzip.compress((FIXTURES / "humaneval_sample.jsonl").read_bytes()))
     out = tmp_path / "he"
-    proc = subprocess.run(["make", "eval", "TASK=humaneval", f"DATA={data}", f"OUT={out}",
-                           "ARGS=--max_new_tokens 16"], cwd=REPO_ROOT, capture_output=True, text=True)
+    proc = subprocess.run(
+        ["make", "eval", "TASK=humaneval", f"DATA={data}", f"OUT={out}", "ARGS=--max_new_tokens 16"],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     results = json.loads((out / "results.json").read_text())
     assert results["n"] == 3 and results["data"] == str(data) and results["sandbox_isolation"] == "root"
-    assert [json.loads(line)["reason"].endswith(", ok") or "tests" in json.loads(line)["reason"]
-            for line in (out / "samples.jsonl").read_text().splitlines()] == [True] * 3
+    assert [
+        json.loads(line)["reason"].endswith(", ok") or "tests" in json.loads(line)["reason"]
+        for line in (out / "samples.jsonl").read_text().splitlines()
+    ] == [True] * 3

@@ -4,8 +4,12 @@ from eval.tasks import TASKS, load_task_data, score
 from rewards.code import code_test_columns, program_for
 from tests.conftest import FIXTURES
 
-FIXTURE_FILES = {"gsm8k": "gsm8k_sample.jsonl", "math500": "math500_sample.jsonl",
-                 "humaneval": "humaneval_sample.jsonl", "mbpp": "mbpp_sample.jsonl"}
+FIXTURE_FILES = {
+    "gsm8k": "gsm8k_sample.jsonl",
+    "math500": "math500_sample.jsonl",
+    "humaneval": "humaneval_sample.jsonl",
+    "mbpp": "mbpp_sample.jsonl",
+}
 
 
 @pytest.mark.parametrize("task,count", [("gsm8k", 20), ("math500", 10), ("humaneval", 3), ("mbpp", 3)])
@@ -69,6 +73,9 @@ def test_tiny_code_task_scores_reference_code_right_and_other_problems_code_wron
     reference = [f"```python\n{row['code']}\n```" for row in rows]
     assert [s for s, _, _ in score(TASKS["tiny-code"], rows, reference)] == [1.0] * 20
     shifted = reference[1:] + reference[:1]
-    mismatched = [s for (s, _, _), a, b in zip(score(TASKS["tiny-code"], rows, shifted), rows, rows[1:] + rows[:1],
-                                                strict=True) if a["code"] != b["code"]]
+    mismatched = [
+        s
+        for (s, _, _), a, b in zip(score(TASKS["tiny-code"], rows, shifted), rows, rows[1:] + rows[:1], strict=True)
+        if a["code"] != b["code"]
+    ]
     assert mismatched and set(mismatched) == {0.0}

@@ -49,14 +49,19 @@ def assert_adapter_loads_and_generates(run_dir: Path, base: Path):
     from core.generation import generate
     from core.models import load_model, load_tokenizer
 
-    model_args = ModelConfig(model_name_or_path=str(base), load_in_4bit=True, use_bnb_nested_quant=True,
-                             dtype="float32")
+    model_args = ModelConfig(
+        model_name_or_path=str(base), load_in_4bit=True, use_bnb_nested_quant=True, dtype="float32"
+    )
     model = PeftModel.from_pretrained(load_model(model_args), run_dir)
     assert count_4bit(model) > 0
     assert any("lora_A" in n and p.abs().sum() > 0 for n, p in model.named_parameters())
     tokenizer = load_tokenizer(ModelConfig(model_name_or_path=str(run_dir)))
-    text = generate(model, tokenizer, [[{"role": "user", "content": "Ana has 12 coins. Ana gets 30 more. How many "
-                                         "coins does Ana have now?"}]], max_new_tokens=40)[0][0]
+    text = generate(
+        model,
+        tokenizer,
+        [[{"role": "user", "content": "Ana has 12 coins. Ana gets 30 more. How many coins does Ana have now?"}]],
+        max_new_tokens=40,
+    )[0][0]
     assert len(text.strip()) > 10
 
 
@@ -66,9 +71,14 @@ def metrics_steps(run_dir: Path) -> list[int]:
 
 
 def cli(method: str, *args: str, env=None) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", f"recipes.{method}", *args], cwd=REPO_ROOT,
-                            env={**os.environ, **(env or {})}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", f"recipes.{method}", *args],
+        cwd=REPO_ROOT,
+        env={**os.environ, **(env or {})},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
 
 
 def run_and_sigterm_after(proc: subprocess.Popen, checkpoint: Path, timeout: float = 600) -> str:

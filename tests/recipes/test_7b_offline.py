@@ -31,8 +31,18 @@ def test_one_step_of_each_7b_config_with_local_stand_ins(path, tiny_world, tiny_
     out = tmp_path / "out"
     command = [sys.executable, "-m", f"recipes.{method}", "--config", str(path), "--model_name_or_path", str(model)]
     if method == "pairs":
-        command += ["--dataset_name", str(data), "--max_prompts", "2", "--num_samples", "2", "--min_margin", "0",
-                    "--output", str(out / "pairs.jsonl")]
+        command += [
+            "--dataset_name",
+            str(data),
+            "--max_prompts",
+            "2",
+            "--num_samples",
+            "2",
+            "--min_margin",
+            "0",
+            "--output",
+            str(out / "pairs.jsonl"),
+        ]
     elif method in ("dpo", "orpo"):
         command += ["--dataset_name", str(tiny_pairs), *TRAINER_CPU, "--output_dir", str(out)]
     else:
@@ -48,8 +58,18 @@ def test_one_step_of_each_7b_config_with_local_stand_ins(path, tiny_world, tiny_
             assert "Your code should pass these tests:\nassert " in rows[0]["prompt"][-1]["content"]
         return
     resolved = yaml.safe_load((out / "config.yaml").read_text())
-    for key in ("optim", "activation_checkpointing", "lora_target_modules", "learning_rate", "system_prompt",
-                "prompt_template", "reward_funcs", "max_completion_length", "response_length", "max_length"):
+    for key in (
+        "optim",
+        "activation_checkpointing",
+        "lora_target_modules",
+        "learning_rate",
+        "system_prompt",
+        "prompt_template",
+        "reward_funcs",
+        "max_completion_length",
+        "response_length",
+        "max_length",
+    ):
         if key in config:  # the 7B settings themselves ran, not CPU defaults
             assert resolved[key] == config[key], key
     summary = json.loads((out / "summary.json").read_text())

@@ -20,8 +20,11 @@ SHIPPED_MODELS = {"Qwen/Qwen2.5-7B-Instruct": ("recipes/models/qwen2.5-7b-instru
 
 def test_there_are_configs_for_every_method_and_profile():
     names = {(p.parent.name, p.stem) for p in RECIPE_CONFIGS}
-    assert names >= {(profile, method) for profile in ("tiny", "7b", "tiny-code", "7b-code")
-                     for method in ("grpo", "ppo", "dpo", "orpo", "pairs")}
+    assert names >= {
+        (profile, method)
+        for profile in ("tiny", "7b", "tiny-code", "7b-code")
+        for method in ("grpo", "ppo", "dpo", "orpo", "pairs")
+    }
 
 
 @pytest.mark.parametrize("path", ALL_YAML, ids=lambda p: str(p.relative_to(REPO_ROOT)))
@@ -35,14 +38,18 @@ def test_recipe_config_parses_with_its_recipe(path, monkeypatch):
     assert first_line.startswith("# make ") and f"recipes/configs/{path.parent.name}/{path.name}" in first_line
     module = importlib.import_module(f"recipes.{path.stem}")
     # bf16 configs are validated as if on a machine that has bf16; here that means the CPU.
-    monkeypatch.setattr("sys.argv", ["x", "--config", str(path)] + (["--use_cpu", "true"]
-                        if "use_cpu" not in path.read_text() and path.stem != "pairs" else []))
+    monkeypatch.setattr(
+        "sys.argv",
+        ["x", "--config", str(path)]
+        + (["--use_cpu", "true"] if "use_cpu" not in path.read_text() and path.stem != "pairs" else []),
+    )
     parsed = module_parser(module).parse_args_and_config()
     assert parsed[0].profile == path.parent.name
 
 
-@pytest.mark.parametrize("path", sorted((REPO_ROOT / "recipes" / "configs").glob("7b*/*.yaml")),
-                         ids=lambda p: f"{p.parent.name}/{p.name}")
+@pytest.mark.parametrize(
+    "path", sorted((REPO_ROOT / "recipes" / "configs").glob("7b*/*.yaml")), ids=lambda p: f"{p.parent.name}/{p.name}"
+)
 def test_7b_configs_build_their_model_on_meta_from_the_shipped_config(path):
     name = yaml.safe_load(path.read_text())["model_name_or_path"]
     config_file, expected = SHIPPED_MODELS[name]
@@ -64,6 +71,7 @@ def test_pytest_turns_our_future_warnings_into_errors():
     import tomllib
 
     filters = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"][
-        "filterwarnings"]
+        "filterwarnings"
+    ]
     assert "error::FutureWarning:(core|recipes|rewards|eval|studies|tasks|tests)" in filters
     assert "error:`gradient_checkpointing` is deprecated:FutureWarning" in filters

@@ -25,22 +25,26 @@ def test_two_steps_in_4bit_save_an_adapter_that_generates(tiny_world, tmp_path, 
     assert trainer.state.global_step == 2
     assert metrics_steps(out) == [1, 2]
     assert_run_summary(out, "grpo", capsys.readouterr().out)
-    for name in ("adapter_model.safetensors", "adapter_config.json", "tokenizer.json", "config.yaml",
-                 "versions.json"):
+    for name in ("adapter_model.safetensors", "adapter_config.json", "tokenizer.json", "config.yaml", "versions.json"):
         assert (out / name).exists(), name
     versions = json.loads((out / "versions.json").read_text())
     assert versions["trl"] == "1.12.0" and versions["sandbox_isolation"] == "root"
     assert_adapter_loads_and_generates(out, tiny_world / "model")
 
 
-@pytest.mark.parametrize("overrides,message", [
-    (["--per_device_train_batch_size", "12", "--gradient_accumulation_steps", "1"],
-     "grpo.yaml: generation_batch_size (12) must be divisible by num_generations (8)"),
-    (["--reward_funcs", "no_such_reward"], "unknown reward 'no_such_reward'"),
-    (["--prompt_column", "problem"], "missing column(s) ['problem']"),
-    (["--use_vllm", "true"], "vLLM weight sync needs merged LoRA weights"),
-    (["--reward_weights", "1.0", "2.0"], "reward_weights has 2 entries for 1 reward_funcs"),
-])
+@pytest.mark.parametrize(
+    "overrides,message",
+    [
+        (
+            ["--per_device_train_batch_size", "12", "--gradient_accumulation_steps", "1"],
+            "grpo.yaml: generation_batch_size (12) must be divisible by num_generations (8)",
+        ),
+        (["--reward_funcs", "no_such_reward"], "unknown reward 'no_such_reward'"),
+        (["--prompt_column", "problem"], "missing column(s) ['problem']"),
+        (["--use_vllm", "true"], "vLLM weight sync needs merged LoRA weights"),
+        (["--reward_weights", "1.0", "2.0"], "reward_weights has 2 entries for 1 reward_funcs"),
+    ],
+)
 def test_preflight_errors_come_before_any_model_is_loaded(tiny_world, tmp_path, overrides, message, monkeypatch):
     def no_loading(*args, **kwargs):
         raise AssertionError("a model was loaded before the pre-flight error")
@@ -59,10 +63,24 @@ def test_unknown_config_key_names_the_file(tmp_path):
 
 def test_sigterm_then_resume_continues_the_same_run(tiny_world, tmp_path):
     """Uninterrupted vs. killed-and-resumed: same steps, same prompts in the same order, nothing overwritten."""
-    common = ["--config", CONFIG, "--max_steps", "5", "--save_steps", "2", "--logging_steps", "1",
-              "--reward_funcs", "tests.recipes.reward_probes.record_prompts", "--per_device_train_batch_size", "16",
-              "--gradient_accumulation_steps", "1",
-              "--save_total_limit", "10"]  # no rotation: every checkpoint must survive the resume
+    common = [
+        "--config",
+        CONFIG,
+        "--max_steps",
+        "5",
+        "--save_steps",
+        "2",
+        "--logging_steps",
+        "1",
+        "--reward_funcs",
+        "tests.recipes.reward_probes.record_prompts",
+        "--per_device_train_batch_size",
+        "16",
+        "--gradient_accumulation_steps",
+        "1",
+        "--save_total_limit",
+        "10",
+    ]  # no rotation: every checkpoint must survive the resume
     straight_log, resumed_log = tmp_path / "straight.jsonl", tmp_path / "resumed.jsonl"
     straight = cli("grpo", *common, "--output_dir", str(tmp_path / "straight"), env={"PROMPT_LOG": str(straight_log)})
     assert straight.wait(timeout=900) == 0, straight.stdout.read()[-3000:]
@@ -73,8 +91,15 @@ def test_sigterm_then_resume_continues_the_same_run(tiny_world, tmp_path):
     assert "SIGTERM: saved checkpoint-" in output
     saved = {p.name: tree_digest(p) for p in run.glob("checkpoint-*")}
     assert 2 <= max(int(name.split("-")[1]) for name in saved) < 5
-    second = cli("grpo", *common, "--output_dir", str(run), "--resume_from_checkpoint", "latest",
-                 env={"PROMPT_LOG": str(resumed_log)})
+    second = cli(
+        "grpo",
+        *common,
+        "--output_dir",
+        str(run),
+        "--resume_from_checkpoint",
+        "latest",
+        env={"PROMPT_LOG": str(resumed_log)},
+    )
     assert second.wait(timeout=900) == 0, second.stdout.read()[-3000:]
 
     def calls(log):
@@ -83,7 +108,7 @@ def test_sigterm_then_resume_continues_the_same_run(tiny_world, tmp_path):
     straight_calls, resumed_calls = calls(straight_log), calls(resumed_log)
     last_saved = max(int(name.split("-")[1]) for name in saved)
     # The killed run may have scored a step it never saved; the resumed run redoes exactly that step.
-    resumed_calls = resumed_calls[:last_saved] + resumed_calls[-(5 - last_saved):]
+    resumed_calls = resumed_calls[:last_saved] + resumed_calls[-(5 - last_saved) :]
     assert [c["prompts"] for c in resumed_calls] == [c["prompts"] for c in straight_calls]
     # RNG restored: the generator is in the same state after each step's sampling. (The sampled texts themselves
     # can differ: 4-bit CPU kernels are not bitwise deterministic across processes.)
@@ -96,8 +121,16 @@ def test_sigterm_then_resume_continues_the_same_run(tiny_world, tmp_path):
 
 def test_two_steps_on_the_tiny_code_world_score_in_the_sandbox(tiny_code_world, tmp_path, capsys):
     out = tmp_path / "code-run"
-    trainer = run_recipe(grpo, "recipes/configs/tiny-code/grpo.yaml", "--max_steps", "2", "--logging_steps", "1",
-                         "--output_dir", str(out))
+    trainer = run_recipe(
+        grpo,
+        "recipes/configs/tiny-code/grpo.yaml",
+        "--max_steps",
+        "2",
+        "--logging_steps",
+        "1",
+        "--output_dir",
+        str(out),
+    )
     assert trainer.state.global_step == 2
     rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines() if "reward" in line]
     # the sandbox scored every completion: code_tests' mean is a share of passed asserts, logged per step

@@ -22,8 +22,9 @@ def test_pairs_are_valid_trl_preference_rows_scored_by_the_same_reward(tiny_pair
 
 def test_parquet_output_and_bad_output_name(tiny_world, tmp_path):
     out = tmp_path / "pairs.parquet"
-    rows = run_recipe(pairs, "recipes/configs/tiny/pairs.yaml", "--max_prompts", "8", "--num_samples", "4",
-                      "--output", str(out))
+    rows = run_recipe(
+        pairs, "recipes/configs/tiny/pairs.yaml", "--max_prompts", "8", "--num_samples", "4", "--output", str(out)
+    )
     import datasets
 
     assert len(datasets.load_dataset("parquet", data_files=str(out), split="train")) == len(rows)
@@ -43,8 +44,14 @@ def test_code_pairs_chosen_passes_more_tests_than_rejected(tiny_code_world, tmp_
     rows = run_recipe(pairs, "recipes/configs/tiny-code/pairs.yaml", "--max_prompts", "24", "--output", str(out))
     assert len(rows) >= 3 and len(rows) == len(out.read_text().splitlines())
     # the pairs keep MBPP's own columns: the same tests score them again here, in the sandbox
-    chosen = code_tests([r["chosen"] for r in rows], test_list=[r["test_list"] for r in rows],
-                        test_setup_code=[r["test_setup_code"] for r in rows])
-    rejected = code_tests([r["rejected"] for r in rows], test_list=[r["test_list"] for r in rows],
-                          test_setup_code=[r["test_setup_code"] for r in rows])
+    chosen = code_tests(
+        [r["chosen"] for r in rows],
+        test_list=[r["test_list"] for r in rows],
+        test_setup_code=[r["test_setup_code"] for r in rows],
+    )
+    rejected = code_tests(
+        [r["rejected"] for r in rows],
+        test_list=[r["test_list"] for r in rows],
+        test_setup_code=[r["test_setup_code"] for r in rows],
+    )
     assert all(c > r for c, r in zip(chosen, rejected, strict=True)), list(zip(chosen, rejected, strict=True))

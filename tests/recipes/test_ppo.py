@@ -26,10 +26,16 @@ def test_reward_adapter_puts_the_function_score_where_trl_reads_it(tiny_world):
     tokenizer = AutoTokenizer.from_pretrained(tiny_world / "model")
     tokenizer.padding_side = "left"
     questions = ["Ana has 12 coins. Ana gets 30 more. How many coins does Ana have now?", "A box holds 5 pens?"]
-    prompts = [tokenizer.apply_chat_template([{"role": "user", "content": q}], add_generation_prompt=True,
-                                             tokenize=True, return_dict=False) for q in questions]
-    columns = {tuple(p): {"answer": gold, "prompts": q} for p, gold, q in zip(prompts, ["#### 42", "#### 9"],
-                                                                            questions, strict=True)}
+    prompts = [
+        tokenizer.apply_chat_template(
+            [{"role": "user", "content": q}], add_generation_prompt=True, tokenize=True, return_dict=False
+        )
+        for q in questions
+    ]
+    columns = {
+        tuple(p): {"answer": gold, "prompts": q}
+        for p, gold, q in zip(prompts, ["#### 42", "#### 9"], questions, strict=True)
+    }
     model = ppo.RewardFunctionModel(tokenizer, [REWARDS["math_accuracy"]], [2.0], columns)
     responses = ["12+30. So the sum is 42.\n#### 42", "#### 7"]
     pad = tokenizer.pad_token_id
@@ -67,26 +73,46 @@ def test_sigterm_then_resume_continues_the_same_run(tiny_world, tmp_path):
     config.pop("stop_token")
     config_path = tmp_path / "ppo.yaml"
     config_path.write_text(yaml.safe_dump(config))
-    common = ["--config", str(config_path), "--max_steps", "5", "--save_steps", "2", "--logging_steps", "1",
-              "--reward_funcs", "tests.recipes.reward_probes.record_prompts", "--save_total_limit", "10"]
+    common = [
+        "--config",
+        str(config_path),
+        "--max_steps",
+        "5",
+        "--save_steps",
+        "2",
+        "--logging_steps",
+        "1",
+        "--reward_funcs",
+        "tests.recipes.reward_probes.record_prompts",
+        "--save_total_limit",
+        "10",
+    ]
     straight_log, resumed_log = tmp_path / "straight.jsonl", tmp_path / "resumed.jsonl"
     straight = cli("ppo", *common, "--output_dir", str(tmp_path / "straight"), env={"PROMPT_LOG": str(straight_log)})
     assert straight.wait(timeout=900) == 0, straight.stdout.read()[-3000:]
 
     run = tmp_path / "resumed"
-    output = run_and_sigterm_after(cli("ppo", *common, "--output_dir", str(run), env={"PROMPT_LOG": str(resumed_log)}),
-                                   run / "checkpoint-2")
+    output = run_and_sigterm_after(
+        cli("ppo", *common, "--output_dir", str(run), env={"PROMPT_LOG": str(resumed_log)}), run / "checkpoint-2"
+    )
     assert "SIGTERM: saved checkpoint-" in output
     saved = {p.name: tree_digest(p) for p in run.glob("checkpoint-*")}
     last_saved = max(int(name.split("-")[1]) for name in saved)
     assert 2 <= last_saved < 5
-    second = cli("ppo", *common, "--output_dir", str(run), "--resume_from_checkpoint", "latest",
-                 env={"PROMPT_LOG": str(resumed_log)})
+    second = cli(
+        "ppo",
+        *common,
+        "--output_dir",
+        str(run),
+        "--resume_from_checkpoint",
+        "latest",
+        env={"PROMPT_LOG": str(resumed_log)},
+    )
     assert second.wait(timeout=900) == 0, second.stdout.read()[-3000:]
 
     straight_calls = [json.loads(line) for line in straight_log.read_text().splitlines()]
     resumed_calls = [json.loads(line) for line in resumed_log.read_text().splitlines()]
-    resumed_calls = resumed_calls[:last_saved] + resumed_calls[-(5 - last_saved):]
+    resumed_calls = resumed_calls[:last_saved] + resumed_calls[-(5 - last_saved) :]
     assert [c["prompts"] for c in resumed_calls] == [c["prompts"] for c in straight_calls]
     assert [c["rng"] for c in resumed_calls] == [c["rng"] for c in straight_calls]
     final = json.loads((run / "checkpoint-5" / "trainer_state.json").read_text())
@@ -96,14 +122,17 @@ def test_sigterm_then_resume_continues_the_same_run(tiny_world, tmp_path):
         assert tree_digest(run / name) == digest, f"{name} changed after resume"
 
 
-def test_two_steps_on_the_tiny_code_world_score_through_the_adapter_in_the_sandbox(tiny_code_world, tmp_path,
-                                                                                     capsys):
+def test_two_steps_on_the_tiny_code_world_score_through_the_adapter_in_the_sandbox(tiny_code_world, tmp_path, capsys):
     out = tmp_path / "code-run"
-    trainer = run_recipe(ppo, "recipes/configs/tiny-code/ppo.yaml", "--max_steps", "2", "--logging_steps", "1",
-                         "--output_dir", str(out))
+    trainer = run_recipe(
+        ppo, "recipes/configs/tiny-code/ppo.yaml", "--max_steps", "2", "--logging_steps", "1", "--output_dir", str(out)
+    )
     assert trainer.state.global_step == 2
-    scores = [json.loads(line)["objective/scores"] for line in (out / "metrics.jsonl").read_text().splitlines()
-              if "objective/scores" in line]
+    scores = [
+        json.loads(line)["objective/scores"]
+        for line in (out / "metrics.jsonl").read_text().splitlines()
+        if "objective/scores" in line
+    ]
     assert len(scores) == 2 and all(0.0 <= s <= 1.1 for s in scores)  # code_tests + 0.1 x code_format
     spent = json.loads((out / "cost.json").read_text())["reward_time"]
     assert spent["code_tests"]["completions"] == 2 * 8 and spent["code_format"]["calls"] == 2

@@ -7,8 +7,14 @@ from rewards.format import CosineLength, LengthReward, ReasoningSteps, Repetitio
 
 def test_format_tolerates_whitespace_and_rejects_everything_else():
     good = ["<think>a</think><answer>1</answer>", "  <think>\na\n</think>\n\n<answer> 1 </answer>\n"]
-    bad = ["<answer>1</answer>", "<think>a</think>", "x<think>a</think><answer>1</answer>",
-           "<think>a</think><answer>1</answer> trailing", "", "<think>a<answer>1</answer>"]
+    bad = [
+        "<answer>1</answer>",
+        "<think>a</think>",
+        "x<think>a</think><answer>1</answer>",
+        "<think>a</think><answer>1</answer> trailing",
+        "",
+        "<think>a<answer>1</answer>",
+    ]
     assert format_reward(good + bad) == [1.0] * len(good) + [0.0] * len(bad)
     assert format_reward([[{"role": "assistant", "content": good[1]}]]) == [1.0]
 
@@ -24,14 +30,16 @@ def test_reasoning_steps_is_configurable():
 def test_cosine_length_orders_by_length_and_correctness():
     reward = CosineLength(max_len=50)
     short_right, long_right, short_wrong, long_wrong = reward(
-        ["#### 4", "x" * 40 + "\n#### 4", "#### 5", "x" * 40 + "\n#### 5"], answer=["4"] * 4)
+        ["#### 4", "x" * 40 + "\n#### 4", "#### 5", "x" * 40 + "\n#### 5"], answer=["4"] * 4
+    )
     assert short_right > long_right > long_wrong > short_wrong
     assert reward(["#### 4"], answer=["not given"]) == [None]
 
 
 def test_length_reward_never_rewards_wrong_brevity():
-    scores = LengthReward()(["#### 4", "some words then #### 4", "#### 5", "some long words then #### 5"],
-                            answer=["4"] * 4)
+    scores = LengthReward()(
+        ["#### 4", "some words then #### 4", "#### 5", "some long words then #### 5"], answer=["4"] * 4
+    )
     assert scores[0] == 0.5 and scores[2] <= 0.0 and scores[1] < scores[0] and scores[3] <= 0.0
 
 

@@ -24,13 +24,16 @@ def test_dotted_path_and_kwargs():
     assert custom.min_steps == 5 and REWARDS["reasoning_steps"].min_steps == 3
 
 
-@pytest.mark.parametrize("names,kwargs,message", [
-    (["no_such_reward"], None, "unknown reward 'no_such_reward'"),
-    (["nopkg.nomod.func"], None, "cannot import"),
-    (["math_accuracy"], {"math_accuracy": {"x": 1}}, "takes no arguments"),
-    (["reasoning_steps"], {"reasoning_steps": {"bogus": 1}}, "bad arguments"),
-    (["format"], {"length": {}}, "not selected"),
-])
+@pytest.mark.parametrize(
+    "names,kwargs,message",
+    [
+        (["no_such_reward"], None, "unknown reward 'no_such_reward'"),
+        (["nopkg.nomod.func"], None, "cannot import"),
+        (["math_accuracy"], {"math_accuracy": {"x": 1}}, "takes no arguments"),
+        (["reasoning_steps"], {"reasoning_steps": {"bogus": 1}}, "bad arguments"),
+        (["format"], {"length": {}}, "not selected"),
+    ],
+)
 def test_bad_reward_specs_are_clear_errors(names, kwargs, message):
     with pytest.raises(ValueError, match=message):
         get_reward_funcs(names, kwargs)

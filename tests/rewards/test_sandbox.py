@@ -22,8 +22,17 @@ MODES = {"root": "root", "user": "userns"}
 
 
 def guarded_run(mode: str, out) -> dict:
-    command = ["unshare", "--pid", "--fork", "--mount-proc", SYSTEM_PYTHON, "tests/rewards/hostile_programs.py", "guard",
-               mode, str(out)]
+    command = [
+        "unshare",
+        "--pid",
+        "--fork",
+        "--mount-proc",
+        SYSTEM_PYTHON,
+        "tests/rewards/hostile_programs.py",
+        "guard",
+        mode,
+        str(out),
+    ]
     proc = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0 and out.exists(), f"guarded run died: rc={proc.returncode}\n{proc.stderr[-3000:]}"
     report = json.loads(out.read_text())
@@ -43,8 +52,15 @@ def test_the_file_attacks_work_without_isolation(tmp_path):
     assert report["isolation"] == "unisolated"
     assert report["scores"] == {name: 1.0 for name in FILE_ATTACKS}
     home, checkout = "/home/rl-user", "/mnt/checkout"
-    for changed in (f"{checkout}/README.md", f"{checkout}/rewards/code.py", f"{home}/pwned.txt", f"{home}/.bashrc",
-                    f"{home}/.cache/huggingface/token", f"{home}/.ssh", "/mnt/work/pwned.txt"):
+    for changed in (
+        f"{checkout}/README.md",
+        f"{checkout}/rewards/code.py",
+        f"{home}/pwned.txt",
+        f"{home}/.bashrc",
+        f"{home}/.cache/huggingface/token",
+        f"{home}/.ssh",
+        "/mnt/work/pwned.txt",
+    ):
         assert changed in report["changed_files"]
 
 
@@ -82,8 +98,10 @@ def test_the_users_files_are_unchanged(hostile_report):
 
 def test_outputs_are_captured_capped_and_secret_free():
     sandbox = Sandbox(Limits(timeout=5))
-    result = sandbox.run("import os, sys\nprint(dict(os.environ))\nsys.stdout.write('y' * 10**6)\n"
-                         "def f():\n    return 1", ["assert f() == 1"])
+    result = sandbox.run(
+        "import os, sys\nprint(dict(os.environ))\nsys.stdout.write('y' * 10**6)\ndef f():\n    return 1",
+        ["assert f() == 1"],
+    )
     assert result.passed == 1 and result.status == "ok"
     assert SECRET not in result.stdout and "HF_TOKEN" not in result.stdout
     assert len(result.stdout) <= 4096
@@ -96,8 +114,10 @@ def test_timeout_is_reported_and_kills_the_run():
 
 def test_network_is_cut():
     # A fresh network namespace: loopback only, and nothing of the host's listens there.
-    result = Sandbox().run("import socket\ndef interfaces():\n    return [name for _, name in socket.if_nameindex()]",
-                           ["assert interfaces() == ['lo']"])
+    result = Sandbox().run(
+        "import socket\ndef interfaces():\n    return [name for _, name in socket.if_nameindex()]",
+        ["assert interfaces() == ['lo']"],
+    )
     assert result.passed == 1, result
 
 
@@ -118,9 +138,14 @@ CODE_TESTS_IN_A_FRESH_PROCESS = textwrap.dedent("""
 
 def run_code_tests(tmp_path, path_dirs: list[str], **env):
     marker = tmp_path / "program-ran"
-    result = subprocess.run([sys.executable, "-c", CODE_TESTS_IN_A_FRESH_PROCESS, str(marker)], cwd=REPO_ROOT,
-                            env={"PATH": os.pathsep.join(path_dirs), "HOME": str(tmp_path), **env},
-                            capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-c", CODE_TESTS_IN_A_FRESH_PROCESS, str(marker)],
+        cwd=REPO_ROOT,
+        env={"PATH": os.pathsep.join(path_dirs), "HOME": str(tmp_path), **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     return result, marker.exists()
 
 
@@ -136,16 +161,19 @@ def test_refuses_before_running_anything_without_unshare(tmp_path):
     result, ran = run_code_tests(tmp_path, [str(tmp_path)])
     assert result.returncode != 0 and not ran
     message = result.stderr.strip().splitlines()[-1]
-    assert message.startswith("rewards.sandbox.SandboxUnavailable: ") and "`unshare` (util-linux) is not on PATH" \
-        in message
+    assert (
+        message.startswith("rewards.sandbox.SandboxUnavailable: ")
+        and "`unshare` (util-linux) is not on PATH" in message
+    )
     for fix in ("kernel.apparmor_restrict_unprivileged_userns=0", "run as root", "REWARDS_SANDBOX=unisolated"):
         assert fix in message
 
 
 def test_refuses_where_the_kernel_denies_namespaces(tmp_path):
     # What util-linux prints where user namespaces are disabled (e.g. Ubuntu 24.04's AppArmor restriction).
-    bin_dir = fake_unshare(tmp_path, "#!/bin/sh\necho 'unshare: unshare failed: Operation not permitted' >&2\n"
-                                     "exit 1\n")
+    bin_dir = fake_unshare(
+        tmp_path, "#!/bin/sh\necho 'unshare: unshare failed: Operation not permitted' >&2\nexit 1\n"
+    )
     result, ran = run_code_tests(tmp_path, [bin_dir, "/usr/bin", "/bin"])
     assert result.returncode != 0 and not ran
     assert "creating Linux namespaces failed" in result.stderr and "Operation not permitted" in result.stderr
@@ -156,8 +184,10 @@ def test_explicit_opt_in_runs_unisolated_with_a_warning(tmp_path):
     result, ran = run_code_tests(tmp_path, [str(tmp_path)], REWARDS_SANDBOX="unisolated")
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[1.0]" and ran  # really unisolated: it wrote to the caller's directory
-    assert "RuntimeWarning: rewards.sandbox: REWARDS_SANDBOX=unisolated: untrusted programs run with your uid" \
+    assert (
+        "RuntimeWarning: rewards.sandbox: REWARDS_SANDBOX=unisolated: untrusted programs run with your uid"
         in result.stderr
+    )
 
 
 def test_a_misspelt_opt_in_is_an_error(tmp_path):
@@ -169,35 +199,94 @@ def test_the_users_directories_are_hidden_and_the_tree_is_read_only():
     sandbox = Sandbox()
     checkout, cwd, home = str(REPO_ROOT), os.getcwd(), os.path.expanduser("~")
     # hidden = empty, or not there at all (a checkout under /tmp lies under the program's own fresh /tmp)
-    program = "import os\ndef listing(path):\n    return os.listdir(path) if os.path.exists(path) else []\n" \
-              "def write(path):\n" \
-              "    open(path, 'w').write('x')\n    return True"
-    tests = [f"assert listing({checkout!r}) == []", f"assert listing({cwd!r}) == []",
-             f"assert listing({home!r}) == []",
-             "assert listing('/root') == [] and listing('/home') == []", "assert write('/tmp/ok')",
-             "assert not os.access('/etc', os.W_OK) and not os.access('/usr', os.W_OK)"]
+    program = (
+        "import os\ndef listing(path):\n    return os.listdir(path) if os.path.exists(path) else []\n"
+        "def write(path):\n"
+        "    open(path, 'w').write('x')\n    return True"
+    )
+    tests = [
+        f"assert listing({checkout!r}) == []",
+        f"assert listing({cwd!r}) == []",
+        f"assert listing({home!r}) == []",
+        "assert listing('/root') == [] and listing('/home') == []",
+        "assert write('/tmp/ok')",
+        "assert not os.access('/etc', os.W_OK) and not os.access('/usr', os.W_OK)",
+    ]
     assert sandbox.run(program, tests).passed == len(tests)
 
 
-@pytest.mark.parametrize("command", [
-    ["-m", "recipes.grpo", "--config", "recipes/configs/tiny/grpo.yaml", "--reward_funcs", "code_tests",
-     "--model_name_or_path", "no/such-model", "--output_dir", "RUN"],
-    ["-m", "recipes.ppo", "--config", "recipes/configs/tiny/ppo.yaml", "--reward_funcs", "code_tests",
-     "--model_name_or_path", "no/such-model", "--output_dir", "RUN"],
-    ["-m", "recipes.pairs", "--config", "recipes/configs/tiny/pairs.yaml", "--reward_funcs", "code_tests",
-     "--model_name_or_path", "no/such-model", "--output", "RUN/pairs.jsonl"],
-    ["-m", "eval.run", "--task", "mbpp", "--data", "tests/fixtures/mbpp_sample.jsonl", "--model", "no/such-model",
-     "--out", "RUN"],
-], ids=["grpo", "ppo", "pairs", "eval"])
+@pytest.mark.parametrize(
+    "command",
+    [
+        [
+            "-m",
+            "recipes.grpo",
+            "--config",
+            "recipes/configs/tiny/grpo.yaml",
+            "--reward_funcs",
+            "code_tests",
+            "--model_name_or_path",
+            "no/such-model",
+            "--output_dir",
+            "RUN",
+        ],
+        [
+            "-m",
+            "recipes.ppo",
+            "--config",
+            "recipes/configs/tiny/ppo.yaml",
+            "--reward_funcs",
+            "code_tests",
+            "--model_name_or_path",
+            "no/such-model",
+            "--output_dir",
+            "RUN",
+        ],
+        [
+            "-m",
+            "recipes.pairs",
+            "--config",
+            "recipes/configs/tiny/pairs.yaml",
+            "--reward_funcs",
+            "code_tests",
+            "--model_name_or_path",
+            "no/such-model",
+            "--output",
+            "RUN/pairs.jsonl",
+        ],
+        [
+            "-m",
+            "eval.run",
+            "--task",
+            "mbpp",
+            "--data",
+            "tests/fixtures/mbpp_sample.jsonl",
+            "--model",
+            "no/such-model",
+            "--out",
+            "RUN",
+        ],
+    ],
+    ids=["grpo", "ppo", "pairs", "eval"],
+)
 def test_recipes_and_eval_refuse_in_their_preflight(tmp_path, command):
     # No unshare on PATH and a model that does not exist: the sandbox message, not a model-loading error.
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "python").symlink_to(sys.executable)
     command = [part.replace("RUN", str(tmp_path / "run")) for part in command]
-    result = subprocess.run([sys.executable, *command], cwd=REPO_ROOT, capture_output=True, text=True, timeout=300,
-                            env={**os.environ, "PATH": str(bin_dir)})
+    result = subprocess.run(
+        [sys.executable, *command],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PATH": str(bin_dir)},
+    )
     assert result.returncode == 1, result.stderr[-2000:]
-    assert result.stderr.strip().splitlines()[-1].startswith("rewards.sandbox: cannot isolate untrusted code: "
-                                                              "`unshare` (util-linux) is not on PATH")
+    assert (
+        result.stderr.strip()
+        .splitlines()[-1]
+        .startswith("rewards.sandbox: cannot isolate untrusted code: `unshare` (util-linux) is not on PATH")
+    )
     assert "Traceback" not in result.stderr and not (tmp_path / "run").exists()

@@ -10,10 +10,26 @@ from studies.comparison.runs import METHODS, steps_for
 from studies.comparison.summary import aggregate
 from tests.conftest import REPO_ROOT
 
-FIELDS = ("method", "accuracy", "accuracy_ci95", "peak_memory_mb", "train_seconds", "seconds_per_step",
-          "samples_per_second", "train_steps", "models_in_memory", "trainable_params", "reward_first", "reward_last",
-          "completion_length_mean", "completion_length_base", "greedy_accuracy", "greedy_ci95", "sampled_pass1",
-          "sampled_pass1_ci95")
+FIELDS = (
+    "method",
+    "accuracy",
+    "accuracy_ci95",
+    "peak_memory_mb",
+    "train_seconds",
+    "seconds_per_step",
+    "samples_per_second",
+    "train_steps",
+    "models_in_memory",
+    "trainable_params",
+    "reward_first",
+    "reward_last",
+    "completion_length_mean",
+    "completion_length_base",
+    "greedy_accuracy",
+    "greedy_ci95",
+    "sampled_pass1",
+    "sampled_pass1_ci95",
+)
 
 
 def test_writes_summary_table_and_plots(compare_results):
@@ -104,30 +120,59 @@ def test_accuracy_against_compute_is_measured_at_each_checkpoint_on_validation(c
 
 
 def run_record(method, seed, sampled, greedy, sampled_diff, greedy_diff, seconds):
-    return {"method": method, "seed": seed, "sampled_pass1": sampled, "greedy_accuracy": greedy,
-            "sampled_pass1_ci95": [sampled - 0.05, sampled + 0.05], "greedy_ci95": [greedy - 0.1, greedy + 0.1],
-            "sampled_vs_base": sampled_diff, "greedy_vs_base": greedy_diff, "clipped_share": 0.0,
-            "sampled_vs_base_ci95": [sampled_diff - 0.04, sampled_diff + 0.04],
-            "greedy_vs_base_ci95": [greedy_diff - 0.05, greedy_diff + 0.05],
-            "peak_memory_mb": 600.0 + seed, "train_seconds": seconds, "seconds_per_step": seconds / 40,
-            "samples_per_second": 2560 / seconds, "reward_seconds": 0.0, "reward_share": 0.0,
-            "completion_length_mean": 50.0, "estimated_gb": 0.07, "training_clipped_share": None,
-            "models_in_memory": 1, "trainable_params": 131072, "train_steps": 40, "samples": 2560}
+    return {
+        "method": method,
+        "seed": seed,
+        "sampled_pass1": sampled,
+        "greedy_accuracy": greedy,
+        "sampled_pass1_ci95": [sampled - 0.05, sampled + 0.05],
+        "greedy_ci95": [greedy - 0.1, greedy + 0.1],
+        "sampled_vs_base": sampled_diff,
+        "greedy_vs_base": greedy_diff,
+        "clipped_share": 0.0,
+        "sampled_vs_base_ci95": [sampled_diff - 0.04, sampled_diff + 0.04],
+        "greedy_vs_base_ci95": [greedy_diff - 0.05, greedy_diff + 0.05],
+        "peak_memory_mb": 600.0 + seed,
+        "train_seconds": seconds,
+        "seconds_per_step": seconds / 40,
+        "samples_per_second": 2560 / seconds,
+        "reward_seconds": 0.0,
+        "reward_share": 0.0,
+        "completion_length_mean": 50.0,
+        "estimated_gb": 0.07,
+        "training_clipped_share": None,
+        "models_in_memory": 1,
+        "trainable_params": 131072,
+        "train_steps": 40,
+        "samples": 2560,
+    }
 
 
 def test_aggregates_over_seeds_match_a_hand_computation():
-    base = {"method": "base", "seed": None, "sampled_pass1": 0.70, "greedy_accuracy": 0.80,
-            "sampled_pass1_ci95": [0.66, 0.74], "greedy_ci95": [0.74, 0.85], "clipped_share": 0.01}
-    runs = [base, run_record("grpo", 0, 0.90, 0.94, 0.20, 0.14, 200.0),
-            run_record("grpo", 1, 0.86, 0.90, 0.16, 0.10, 220.0), run_record("grpo", 2, 0.88, 0.95, 0.18, 0.15, 210.0)]
+    base = {
+        "method": "base",
+        "seed": None,
+        "sampled_pass1": 0.70,
+        "greedy_accuracy": 0.80,
+        "sampled_pass1_ci95": [0.66, 0.74],
+        "greedy_ci95": [0.74, 0.85],
+        "clipped_share": 0.01,
+    }
+    runs = [
+        base,
+        run_record("grpo", 0, 0.90, 0.94, 0.20, 0.14, 200.0),
+        run_record("grpo", 1, 0.86, 0.90, 0.16, 0.10, 220.0),
+        run_record("grpo", 2, 0.88, 0.95, 0.18, 0.15, 210.0),
+    ]
     methods = {a["method"]: a for a in aggregate(runs)}
     grpo = methods["grpo"]
     # by hand: mean 0.88, sd = sqrt(((0.02)^2 + (0.02)^2 + 0) / 2) = 0.02, half-width = 4.303 * 0.02 / sqrt(3)
     assert grpo["n_seeds"] == 3 and grpo["seeds"] == [0, 1, 2]
     assert grpo["sampled_pass1"] == pytest.approx(0.88) and grpo["sampled_pass1_sd"] == pytest.approx(0.02)
     assert grpo["sampled_pass1_ci95_seeds"] == pytest.approx([0.88 - 0.049687, 0.88 + 0.049687], abs=1e-6)
-    assert grpo["greedy_accuracy"] == pytest.approx(0.93) and grpo["greedy_accuracy_sd"] == pytest.approx(0.026458,
-                                                                                                          abs=1e-6)
+    assert grpo["greedy_accuracy"] == pytest.approx(0.93) and grpo["greedy_accuracy_sd"] == pytest.approx(
+        0.026458, abs=1e-6
+    )
     assert grpo["sampled_vs_base"] == pytest.approx(0.18)
     assert grpo["sampled_vs_base_ci95_seeds"] == pytest.approx([0.18 - 0.049687, 0.18 + 0.049687], abs=1e-6)
     assert grpo["beats_base"] and not grpo["flag_clipped"]
@@ -141,14 +186,37 @@ def test_sweep_writes_its_file_and_chooses_on_validation(tiny_world, tmp_path):
     import sys
 
     out = tmp_path / "sweep"
-    command = [sys.executable, "-m", "studies.comparison", "--profile", "tiny", "--sweep", "--prompts", "16",
-               "--eval_limit", "12", "--validation_k", "2", "--methods", "grpo", "dpo", "--learning_rates", "1e-4",
-               "5e-4", "--out", str(out)]
+    command = [
+        sys.executable,
+        "-m",
+        "studies.comparison",
+        "--profile",
+        "tiny",
+        "--sweep",
+        "--prompts",
+        "16",
+        "--eval_limit",
+        "12",
+        "--validation_k",
+        "2",
+        "--methods",
+        "grpo",
+        "dpo",
+        "--learning_rates",
+        "1e-4",
+        "5e-4",
+        "--out",
+        str(out),
+    ]
     result = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     rows = json.loads((out / "sweep.json").read_text())
-    assert [(r["method"], r["learning_rate"]) for r in rows] == [("grpo", 1e-4), ("grpo", 5e-4), ("dpo", 1e-4),
-                                                                 ("dpo", 5e-4)]
+    assert [(r["method"], r["learning_rate"]) for r in rows] == [
+        ("grpo", 1e-4),
+        ("grpo", 5e-4),
+        ("dpo", 1e-4),
+        ("dpo", 5e-4),
+    ]
     for method in ("grpo", "dpo"):
         scored = [r for r in rows if r["method"] == method]
         assert sum(r["chosen"] for r in scored) == 1 and all(r["validation_n"] == 12 for r in scored)
@@ -157,8 +225,10 @@ def test_sweep_writes_its_file_and_chooses_on_validation(tiny_world, tmp_path):
     assert (out / "sweep.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # the validation split it scored on shares no problem with training or the held-out test
     data = tiny_world / "data"
-    questions = {name: {json.loads(line)["question"] for line in (data / f"{name}.jsonl").read_text().splitlines()}
-                 for name in ("train", "validation", "test")}
+    questions = {
+        name: {json.loads(line)["question"] for line in (data / f"{name}.jsonl").read_text().splitlines()}
+        for name in ("train", "validation", "test")
+    }
     assert len(questions["validation"]) == 200
     assert not questions["validation"] & questions["train"] and not questions["validation"] & questions["test"]
 

@@ -23,13 +23,15 @@ def test_rows_are_in_gsm8k_format_and_their_answers_verify():
 
 
 def test_worked_answer_carries_digits():
-    assert worked_answer(95, 8) == ("95+8. 5+8=13, write 3 carry 1. 9+0+1=10, write 0 carry 1. "
-                                    "So the sum is 103.\n#### 103")
+    assert worked_answer(95, 8) == (
+        "95+8. 5+8=13, write 3 carry 1. 9+0+1=10, write 0 carry 1. So the sum is 103.\n#### 103"
+    )
 
 
 def test_forgotten_carry_changes_the_sum_only_when_there_is_a_carry():
-    assert worked_answer(95, 8, forget_carry=True) == ("95+8. 5+8=13, write 3 carry 1. 9+0=9, write 9 carry 0. "
-                                                       "So the sum is 93.\n#### 93")
+    assert worked_answer(95, 8, forget_carry=True) == (
+        "95+8. 5+8=13, write 3 carry 1. 9+0=9, write 9 carry 0. So the sum is 93.\n#### 93"
+    )
     assert worked_answer(12, 30, forget_carry=True) == worked_answer(12, 30)  # no carry, nothing to forget
 
 

@@ -25,8 +25,11 @@ def test_rows_are_mbpp_format_and_tests_hide_their_inputs():
 def test_reference_solutions_pass_and_slipped_ones_fail_in_the_sandbox():
     train, validation, test = generate(150, 50, 50, seed=2, slip_rate=0.5)
     rows = train + validation + test
-    assert code_tests([r["code"] for r in rows], test_list=[r["test_list"] for r in rows],
-                      test_setup_code=[r["test_setup_code"] for r in rows]) == [1.0] * len(rows)
+    assert code_tests(
+        [r["code"] for r in rows],
+        test_list=[r["test_list"] for r in rows],
+        test_setup_code=[r["test_setup_code"] for r in rows],
+    ) == [1.0] * len(rows)
     slipped = [slipped_code(r["family"], tuple(r["constants"])) for r in rows]
     scores = code_tests(slipped, test_list=[r["test_list"] for r in rows])
     assert all(s < 1.0 for s in scores), [r["text"] for r, s in zip(rows, scores, strict=True) if s == 1.0]
@@ -38,5 +41,7 @@ def test_the_teacher_slips_at_its_rate_and_writes_one_fenced_block():
     assert 0.45 < share < 0.55
     assert code_format([r["demonstration"] for r in train[:200]]) == [1.0] * 200
     slipped = [r for r in train[:200] if r["slipped"]]
-    assert slipped and all(score < 1.0 for score in code_tests([r["demonstration"] for r in slipped],
-                                                               tests=[r["test_list"] for r in slipped]))
+    assert slipped and all(
+        score < 1.0
+        for score in code_tests([r["demonstration"] for r in slipped], tests=[r["test_list"] for r in slipped])
+    )

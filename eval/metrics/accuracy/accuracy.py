@@ -33,8 +33,12 @@ def wilson_interval(successes: float, n: int, z: float = 1.96) -> list[float]:
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS)
 class Accuracy(evaluate.Metric):
     def _info(self):
-        return evaluate.MetricInfo(description=_DESCRIPTION, citation="Wilson, 1927", inputs_description=_KWARGS,
-                                   features=datasets.Features({"predictions": datasets.Value("float64")}))
+        return evaluate.MetricInfo(
+            description=_DESCRIPTION,
+            citation="Wilson, 1927",
+            inputs_description=_KWARGS,
+            features=datasets.Features({"predictions": datasets.Value("float64")}),
+        )
 
     def _compute(self, predictions):
         n = len(predictions)

@@ -38,10 +38,12 @@ def pass_at_k(n: int, c: int, k: int) -> float:
 class PassAtK(evaluate.Metric):
     def _info(self):
         return evaluate.MetricInfo(
-            description=_DESCRIPTION, citation="Chen et al., Evaluating Large Language Models Trained on Code, 2021",
+            description=_DESCRIPTION,
+            citation="Chen et al., Evaluating Large Language Models Trained on Code, 2021",
             inputs_description=_KWARGS,
-            features=datasets.Features({"predictions": datasets.Value("int64"),
-                                        "references": datasets.Value("int64")}),
+            features=datasets.Features(
+                {"predictions": datasets.Value("int64"), "references": datasets.Value("int64")}
+            ),
         )
 
     def _compute(self, predictions, references, k=(1,)):

@@ -15,14 +15,31 @@ from studies.memory.estimate import GB, Settings, architecture, estimate, measur
 from tests.conftest import REPO_ROOT
 
 # 2 layers, hidden 64, MLP 128, 4 query heads and 2 KV heads of 16, vocabulary 100, untied lm_head.
-SMALL = {"vocab_size": 100, "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
-         "num_attention_heads": 4, "num_key_value_heads": 2, "tie_word_embeddings": False}
+SMALL = {
+    "vocab_size": 100,
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "tie_word_embeddings": False,
+}
 
 
 def small_settings(method: str, **overrides) -> Settings:
-    values = {"method": method, "micro_batch": 4, "prompt_length": 8, "completion_length": 8, "generation_batch": 8,
-              "rollout_batch": 8, "dtype": "float32", "nested_quant": False, "lora_r": 8, "optimizer": "adamw_torch",
-              "gradient_checkpointing": True}
+    values = {
+        "method": method,
+        "micro_batch": 4,
+        "prompt_length": 8,
+        "completion_length": 8,
+        "generation_batch": 8,
+        "rollout_batch": 8,
+        "dtype": "float32",
+        "nested_quant": False,
+        "lora_r": 8,
+        "optimizer": "adamw_torch",
+        "gradient_checkpointing": True,
+    }
     return Settings(**{**values, **overrides})
 
 
@@ -57,11 +74,13 @@ def test_component_arithmetic_matches_hand_computed_bytes():
     # with checkpointing the logits are freed before the layers recompute (while gradients appear, and CUDA
     # dequantizes the largest 4-bit matrix, 64x128, for its matmul): the larger of the two phases, not the sum
     largest_dequantized = 8192 * 4
-    assert grpo["total_gb"] == pytest.approx(95872 + (4 + 8) * lora + checkpoints
-                                             + max(one_layer + 4 * lora + largest_dequantized, 51200))
+    assert grpo["total_gb"] == pytest.approx(
+        95872 + (4 + 8) * lora + checkpoints + max(one_layer + 4 * lora + largest_dequantized, 51200)
+    )
 
-    no_checkpointing = {key: value * GB for key, value in
-                        estimate(arch, small_settings("grpo", gradient_checkpointing=False)).items()}
+    no_checkpointing = {
+        key: value * GB for key, value in estimate(arch, small_settings("grpo", gradient_checkpointing=False)).items()
+    }
     assert no_checkpointing["activations_gb"] == 2 * one_layer
     # without it the peak is the start of backward: every layer's activations and the logits, no gradients yet
     assert no_checkpointing["total_gb"] == pytest.approx(95872 + 12 * lora + 2 * one_layer + 51200)
@@ -73,8 +92,7 @@ def test_component_arithmetic_matches_hand_computed_bytes():
     assert ppo["rollout_buffer_gb"] == 8 * 8 * 100 * 4  # rollout of 8 x 8 response tokens, fp32 logits
     # the head over prompt and completion three times, the response's scaled logits twice
     assert ppo["logits_gb"] == 4 * 100 * (3 * 4 * 16 + 2 * 4 * 8)
-    assert ppo["activations_gb"] == 2 * 2 * tokens * 64 * 4 + tokens * 4 * (8 * 64 + 4 * 128 + 2 * 64 + 2 * 32
-                                                                         + 7 * 8)
+    assert ppo["activations_gb"] == 2 * 2 * tokens * 64 * 4 + tokens * 4 * (8 * 64 + 4 * 128 + 2 * 64 + 2 * 32 + 7 * 8)
     assert ppo["total_gb"] > grpo["total_gb"]
 
     dpo = {key: value * GB for key, value in estimate(arch, small_settings("dpo", generation_batch=0)).items()}
@@ -92,12 +110,21 @@ def test_nested_quantization_constants():
 
 @pytest.mark.parametrize("nested", [False, True])
 def test_weight_figure_matches_a_real_4bit_load(tmp_path, nested):
-    config = Qwen2Config(**{**SMALL, "vocab_size": 512, "hidden_size": 256, "intermediate_size": 704,
-                            "num_attention_heads": 8, "num_key_value_heads": 4})
+    config = Qwen2Config(
+        **{
+            **SMALL,
+            "vocab_size": 512,
+            "hidden_size": 256,
+            "intermediate_size": 704,
+            "num_attention_heads": 8,
+            "num_key_value_heads": 4,
+        }
+    )
     torch.manual_seed(0)
     AutoModelForCausalLM.from_config(config).save_pretrained(tmp_path)
-    loaded = load_model(ModelConfig(model_name_or_path=str(tmp_path), load_in_4bit=True, dtype="float32",
-                                    use_bnb_nested_quant=nested))
+    loaded = load_model(
+        ModelConfig(model_name_or_path=str(tmp_path), load_in_4bit=True, dtype="float32", use_bnb_nested_quant=nested)
+    )
     assert any(getattr(p, "quant_state", None) is not None for p in loaded.parameters()), "not a 4-bit load"
     measured = measured_weight_bytes(loaded)
     estimated = estimate(architecture(config), small_settings("grpo", nested_quant=nested))["weights_gb"] * GB
@@ -105,8 +132,13 @@ def test_weight_figure_matches_a_real_4bit_load(tmp_path, nested):
 
 
 def test_json_interface_on_the_shipped_7b_config():
-    result = subprocess.run([sys.executable, "-m", "studies.memory.estimate", "--model", "qwen2.5-7b", "--json"],
-                            cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [sys.executable, "-m", "studies.memory.estimate", "--model", "qwen2.5-7b", "--json"],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     report = json.loads(result.stdout)
     assert set(report) == {"grpo", "ppo", "dpo", "orpo"}
@@ -119,7 +151,12 @@ def test_json_interface_on_the_shipped_7b_config():
 
 
 def test_unknown_model_file_fails_clearly():
-    result = subprocess.run([sys.executable, "-m", "studies.memory.estimate", "--model", "no/such/config.json", "--json"],
-                            cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [sys.executable, "-m", "studies.memory.estimate", "--model", "no/such/config.json", "--json"],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode != 0
     assert "no/such/config.json" in result.stderr

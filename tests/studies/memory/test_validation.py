@@ -16,13 +16,18 @@ from tests.conftest import REPO_ROOT
 
 def test_estimator_stays_within_25_percent_of_the_measured_peak_at_the_small_size(tmp_path):
     out = tmp_path / "memory"
-    result = subprocess.run([sys.executable, "-m", "studies.memory.validation", "--sizes", "small", "--no-overhead",
-                             "--out", str(out)],
-                            cwd=REPO_ROOT, capture_output=True, text=True, timeout=1200)
+    result = subprocess.run(
+        [sys.executable, "-m", "studies.memory.validation", "--sizes", "small", "--no-overhead", "--out", str(out)],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
     records = json.loads((out / "validation.json").read_text())
     assert sorted((r["method"], r["settings"]["gradient_checkpointing"]) for r in records) == sorted(
-        (m, c) for m in METHODS for c in (True, False))
+        (m, c) for m in METHODS for c in (True, False)
+    )
     for r in records:
         label = f"{r['method']} checkpointing={r['settings']['gradient_checkpointing']}"
         assert r["measured_mb"] > r["parts_mb"]["model"]["measured"] > 0, label
@@ -45,9 +50,15 @@ def test_published_validation_is_the_current_estimator_within_15_percent_at_both
     assert len({r["model"]["parameters"] for r in records}) == 2
     for r in records:
         m = r["model"]
-        config = Qwen2Config(vocab_size=m["vocab"], hidden_size=m["hidden"], intermediate_size=m["intermediate"],
-                             num_hidden_layers=m["layers"], num_attention_heads=m["heads"],
-                             num_key_value_heads=m["kv_heads"], tie_word_embeddings=False)
+        config = Qwen2Config(
+            vocab_size=m["vocab"],
+            hidden_size=m["hidden"],
+            intermediate_size=m["intermediate"],
+            num_hidden_layers=m["layers"],
+            num_attention_heads=m["heads"],
+            num_key_value_heads=m["kv_heads"],
+            tie_word_embeddings=False,
+        )
         components = estimate(architecture(config), Settings(**r["settings"]))
         # rerun `make bench-memory ARGS=--publish` when the estimator changes, so docs/memory.md's table stays true
         assert estimated_parts(components)["peak"] == pytest.approx(r["estimated_mb"], abs=0.1), r["method"]
