@@ -144,6 +144,15 @@ class ResumablePPOTrainer(PPOTrainer):
         return json.loads((checkpoint / "trainer_state.json").read_text())["global_step"]
 
 
+def prompts_per_update(training_args) -> int:
+    """Prompts one PPO update rolls out and trains on: a micro-batch x accumulation x mini-batches."""
+    return (
+        training_args.per_device_train_batch_size
+        * training_args.gradient_accumulation_steps
+        * training_args.num_mini_batches
+    )
+
+
 def load_value_model(model_args: ModelConfig):
     """A same-size critic: the policy's base in 4-bit with its own LoRA and a trainable scalar head."""
     model = load_model(model_args, AutoModelForSequenceClassification, num_labels=1)

@@ -29,7 +29,7 @@ from core.data import (
 )
 from core.errors import DataError
 from core.models import check_4bit_supported, load_model, load_tokenizer
-from core.ppo_trainer import ResumablePPOTrainer, RewardFunctionModel, load_value_model
+from core.ppo_trainer import ResumablePPOTrainer, RewardFunctionModel, load_value_model, prompts_per_update
 from core.run_dir import resolve_run_dir, write_run_files
 from core.summary import finish_run
 from rewards import SandboxUnavailable, get_reward_funcs, required_columns
@@ -88,11 +88,7 @@ def main(script_args: ScriptArguments, training_args: PPOConfig, model_args: Mod
     )
     if script_args.max_train_samples:
         dataset = dataset.select(range(min(script_args.max_train_samples, len(dataset))))
-    batch = (
-        training_args.per_device_train_batch_size
-        * training_args.gradient_accumulation_steps
-        * training_args.num_mini_batches
-    )
+    batch = prompts_per_update(training_args)
     if len(dataset) < batch:
         raise DataError(
             f"dataset {script_args.dataset_name} has {len(dataset)} prompts, fewer than one PPO "
@@ -133,12 +129,7 @@ def main(script_args: ScriptArguments, training_args: PPOConfig, model_args: Mod
     # ----- model -----
     resume = resolve_run_dir(training_args, "ppo", script_args.profile)
     if training_args.max_steps and training_args.max_steps > 0:  # `--max_steps` works as for the other recipes
-        per_update = (
-            training_args.per_device_train_batch_size
-            * training_args.gradient_accumulation_steps
-            * training_args.num_mini_batches
-        )
-        training_args.total_episodes = training_args.max_steps * per_update
+        training_args.total_episodes = training_args.max_steps * prompts_per_update(training_args)
     # The adapter goes on here, not through PPOTrainer's peft_config: with bf16 and a 4-bit base TRL then casts the
     # norms to fp32 but leaves lm_head in bf16, and generation (outside autocast) fails on the dtype mismatch.
     policy = get_peft_model(load_model(model_args, AutoModelForCausalLM), get_peft_config(model_args))

@@ -3,7 +3,7 @@
 Each row has `question` and `answer`, where `answer` shows the column-wise working and ends in `#### <number>`,
 exactly like GSM8K, so the same rewards (`rewards.math.math_accuracy`) and the same eval code serve both.
 Answers carry their steps because a tiny model can learn worked steps in minutes but not direct answers
-(see DESIGN.md: 13.5% for direct answers vs. 98% with worked steps after the same SFT budget).
+(see docs/tiny-worlds.md: 13.5% for direct answers vs. 98% with worked steps after the same SFT budget).
 
 Training rows also carry a `demonstration`: the worked answer a fallible teacher wrote, which with probability
 `slip_rate` forgets to add the carry (a classic human slip), so its final number is wrong. The SFT warm start

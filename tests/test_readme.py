@@ -47,10 +47,11 @@ def test_write_your_own_reward_example(tmp_path):
             ]
         )
     )
-    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{REPO_ROOT}"}
+    # From the user's own folder, with only that folder on the path: the installed project supplies the rest.
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
     out = subprocess.run(
         [sys.executable, "-m", "eval.score", str(samples), "--rewards", "myrewards.mentions_units,math_accuracy"],
-        cwd=REPO_ROOT,
+        cwd=tmp_path,
         env=env,
         capture_output=True,
         text=True,
