@@ -17,7 +17,9 @@ TINY_CODE := artifacts/tiny-code
 ##@ ADAPTER=run-dir     a run folder holding a LoRA adapter (eval)
 ##@ TASK=tiny DATA=f    eval task (gsm8k math500 humaneval mbpp tiny tiny-code), and a local file in its format
 ##@ LIMIT=n K=n OUT=dir eval: problems, samples per problem (estimate: completions per prompt), output folder
-##@ FILE=f REWARDS=a,b  score: a JSONL of completions, reward names or dotted paths
+##@ FILE=f REWARDS=a,b  score: a JSONL of completions; REWARDS: reward names or dotted paths (score, eval)
+##@ REWARD_WEIGHTS=1,0.5 PROMPT_COLUMN=c PROMPT_TEMPLATE="{c} ..." SYSTEM_PROMPT="..." PASS_THRESHOLD=x
+##@                     eval DATA=... REWARDS=...: your own task, prompted as the recipes prompt it
 ##@ RUN="dir [dir]"     plot: run folders; A=results.json B=results.json: eval-compare
 ##@ SEEDS=3             compare: seeds per method
 ##@ GPU_GB=24 SEQ=n     estimate: GPU size to check against, scored tokens per sequence
@@ -28,17 +30,27 @@ SEEDS ?= 3
 GPU_GB ?= 24
 # `k` was estimate's name for K before the two were one variable; a command that still uses it keeps working.
 K ?= $(k)
-# The tiny profiles train on artifacts that `make tiny` / `make pairs` build; they are made when missing.
-WORLD_DIR := $(if $(filter tiny,$(PROFILE)),$(TINY),$(if $(filter tiny-code,$(PROFILE)),$(TINY_CODE)))
+# The tiny profiles train on artifacts that `make tiny` / `make pairs` build; they are made when missing. With
+# CONFIG, only when that file names them.
+CONFIG_TEXT := $(if $(CONFIG),$(shell cat $(CONFIG) 2>/dev/null))
+WORLD_DIR := $(strip $(if $(CONFIG),$(if $(findstring $(TINY_CODE)/,$(CONFIG_TEXT)),$(TINY_CODE),\
+	$(if $(findstring $(TINY)/,$(CONFIG_TEXT)),$(TINY))),\
+	$(if $(filter tiny,$(PROFILE)),$(TINY),$(if $(filter tiny-code,$(PROFILE)),$(TINY_CODE)))))
 TINY_WORLD := $(if $(WORLD_DIR),$(WORLD_DIR)/world.json)
-TINY_PAIRS := $(if $(WORLD_DIR),$(WORLD_DIR)/pairs/train.jsonl)
+TINY_PAIRS := $(strip $(if $(WORLD_DIR),$(if $(or $(if $(CONFIG),,y),$(findstring $(WORLD_DIR)/pairs/,$(CONFIG_TEXT))),\
+	$(WORLD_DIR)/pairs/train.jsonl)))
 TASK ?= tiny
 EVAL_MODEL = $(or $(MODEL),$(if $(filter tiny-code,$(TASK)),$(TINY_CODE),$(TINY))/model)
 # The tiny world whose model eval uses, built when missing.
 EVAL_WORLD = $(if $(filter $(TINY)/model,$(EVAL_MODEL)),$(TINY)/world.json) \
 	$(if $(filter $(TINY_CODE)/model,$(EVAL_MODEL)),$(TINY_CODE)/world.json)
-EVAL_FLAGS = --model $(EVAL_MODEL) --task $(TASK) $(if $(ADAPTER),--adapter $(ADAPTER)) $(if $(DATA),--data $(DATA)) \
-	$(if $(LIMIT),--limit $(LIMIT)) $(if $(K),--k $(K)) $(if $(OUT),--out $(OUT))
+# With REWARDS, eval scores your own task (DATA) with those rewards instead of a built-in TASK.
+EVAL_FLAGS = --model $(EVAL_MODEL) $(if $(REWARDS),--rewards $(REWARDS),--task $(TASK)) \
+	$(if $(ADAPTER),--adapter $(ADAPTER)) $(if $(DATA),--data $(DATA)) $(if $(LIMIT),--limit $(LIMIT)) \
+	$(if $(K),--k $(K)) $(if $(OUT),--out $(OUT)) $(if $(REWARD_WEIGHTS),--reward_weights $(REWARD_WEIGHTS)) \
+	$(if $(PROMPT_COLUMN),--prompt_column $(PROMPT_COLUMN)) \
+	$(if $(PROMPT_TEMPLATE),--prompt_template "$(PROMPT_TEMPLATE)") \
+	$(if $(SYSTEM_PROMPT),--system_prompt "$(SYSTEM_PROMPT)") $(if $(PASS_THRESHOLD),--pass_threshold $(PASS_THRESHOLD))
 # LAUNCH=<name of recipes/accelerate/*.yaml> [NPROC=n] runs the recipe under `accelerate launch`.
 LAUNCHER = $(if $(LAUNCH),$(VENV)/bin/accelerate launch --config_file recipes/accelerate/$(LAUNCH).yaml \
 	$(if $(NPROC),--num_processes $(NPROC)) -m,$(PY) -m)
@@ -106,7 +118,7 @@ orpo: install $(TINY_WORLD) $(TINY_PAIRS) ## ORPO with QLoRA on preference pairs
 pairs: install $(TINY_WORLD) ## on-policy preference pairs for DPO/ORPO, scored by the rewards
 	$(RECIPE)
 
-eval: install $(EVAL_WORLD) ## held-out accuracy (MODEL ADAPTER TASK DATA LIMIT K OUT)
+eval: install $(EVAL_WORLD) ## held-out accuracy: a TASK, or DATA scored by REWARDS (MODEL ADAPTER LIMIT K OUT)
 	$(PY) -m eval.run $(EVAL_FLAGS) $(ARGS)
 
 eval-compare: install ## two evaluations side by side, with the problems that flipped (A, B)

@@ -11,6 +11,7 @@ import torch
 from transformers import PreTrainedModel, TrainerCallback
 
 from core.memory_meter import LiveTensorMeter, model_tensors, rss_mb
+from rewards import call_reward
 
 # The runtime alone (Python, torch, transformers and, since the recipes import it first, TRL; no model yet): what a
 # CPU peak sits on top of.
@@ -21,8 +22,9 @@ REWARD_TIME: dict[str, dict[str, float]] = {}
 
 
 class TimedReward:
-    """A reward function that adds its wall time to REWARD_TIME: what a code reward's sandbox costs per step.
-    A class, not a closure, so it pickles like the rewards it wraps."""
+    """A reward function as training calls it: checked (`rewards.call_reward`: one number or None per completion,
+    or an error naming the reward and the row) and timed into REWARD_TIME (what a code reward's sandbox costs per
+    step). A class, not a closure, so it pickles like the rewards it wraps."""
 
     def __init__(self, func):
         self.func = func
@@ -30,7 +32,7 @@ class TimedReward:
 
     def __call__(self, completions, **columns):
         start = time.perf_counter()
-        scores = self.func(completions, **columns)
+        scores = call_reward(self.func, completions, **columns)
         spent = REWARD_TIME.setdefault(self.__name__, {"seconds": 0.0, "calls": 0, "completions": 0})
         spent["seconds"] += time.perf_counter() - start
         spent["calls"] += 1

@@ -1,5 +1,7 @@
 """A recipe's settings from its YAML and the command line (TRL's TrlParser), with the config file named in errors."""
 
+import difflib
+import re
 import sys
 import warnings
 from pathlib import Path
@@ -23,4 +25,23 @@ def parse_config(parser):
     try:
         return parser.parse_args_and_config()
     except ValueError as error:
-        raise SystemExit(f"error in {config or 'command line'}: {error}") from error
+        unknown = re.findall(r"'--([^']+)'", str(error))
+        if not unknown:
+            raise SystemExit(f"error in {config or 'command line'}: {error}") from error
+        where = "config file" if "config file" in str(error) else "command line"
+        raise SystemExit(
+            f"error in {config or 'command line'}: " + "; ".join(unknown_key(name, parser, where) for name in unknown)
+        ) from error
+
+
+def unknown_key(name: str, parser, where: str) -> str:
+    """'unknown key NAME (did you mean ...?)' with the closest of the parser's own keys."""
+    known = sorted({option[2:].replace("-", "_") for option in parser._option_string_actions if option[:2] == "--"})
+    close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
+    spelled = f"--{name}" if where == "command line" else name
+    hint = (
+        f" (did you mean {' or '.join(('--' if where == 'command line' else '') + c for c in close)}?)"
+        if close
+        else ""
+    )
+    return f"unknown {'flag' if where == 'command line' else 'key'} {spelled!r}{hint}"

@@ -2,6 +2,7 @@
 
 import sys
 
+from rewards import RewardError
 from rewards.sandbox import SandboxUnavailable
 
 
@@ -17,9 +18,10 @@ class MissingDataFile(UserError, FileNotFoundError):
     """A local data file or folder that is not there (a FileNotFoundError, reported in one line)."""
 
 
-# What the user can fix: reported as `error: <message>`. SandboxUnavailable comes from the rewards layer, which sits
-# below this one and so cannot subclass UserError; its message names the cause and the fixes.
-ONE_LINE = (UserError, SandboxUnavailable, FileNotFoundError, IsADirectoryError, NotADirectoryError)
+# What the user can fix: reported as `error: <message>`. SandboxUnavailable and RewardError (a reward that raised or
+# returned something other than a score per completion) come from the rewards layer, below this one, so they cannot
+# subclass UserError; their messages name the cause.
+ONE_LINE = (UserError, SandboxUnavailable, RewardError, FileNotFoundError, IsADirectoryError, NotADirectoryError)
 
 
 def one_line_errors() -> None:
@@ -29,8 +31,17 @@ def one_line_errors() -> None:
 
     def hook(kind, error, traceback):
         if issubclass(kind, ONE_LINE):
+            _close_progress_bars()
             print(f"error: {error}", file=sys.stderr)
         else:
             default(kind, error, traceback)
 
     sys.excepthook = hook
+
+
+def _close_progress_bars() -> None:
+    """A progress bar still open (a trainer's, when a reward fails mid-step) is finished first, so the error starts
+    its own line."""
+    tqdm = sys.modules.get("tqdm")
+    for bar in list(getattr(getattr(tqdm, "tqdm", None), "_instances", None) or []):
+        bar.close()

@@ -6,8 +6,9 @@ Usage:
     python -m core.plots RUN [RUN ...] [--out file.png]
 
 Panels, each drawn where a run logged it: the training signal (GRPO's reward, PPO's score, DPO/ORPO's preference
-margin; raw points and a rolling mean), KL to the reference, completion length, share of completions cut at
-max_completion_length, learning rate. Every recipe also draws its own plot when it finishes.
+margin; raw points and a rolling mean), each reward's own mean (GRPO), KL to the reference, completion length,
+share of completions cut at max_completion_length, learning rate. Every recipe also draws its own plot when it
+finishes.
 """
 
 import argparse
@@ -16,9 +17,11 @@ from pathlib import Path
 from core.errors import UserError, one_line_errors
 from core.metrics import read_metrics
 
+EACH_REWARD = ["rewards/<name>/mean"]  # a panel of every reward a run logged, beside the weighted total
 # (title, candidate keys in the order the trainers name them)
 PANELS = [
     ("training signal", ["reward", "objective/scores", "rewards/margins"]),
+    ("each reward (batch mean)", EACH_REWARD),
     ("KL to the reference", ["kl", "objective/kl"]),
     ("completion length (tokens)", ["completions/mean_length"]),
     ("clipped share (cut at max length)", ["completions/clipped_ratio"]),
@@ -48,18 +51,22 @@ def plot_runs(runs: list[Path], out: Path) -> Path | None:
     metrics = {run: read_metrics(run) for run in runs}
     panels = []
     for title, keys in PANELS:
-        curves = {}
+        curves = []  # (run, key, points)
         for run, rows in metrics.items():
-            key = next((k for k in keys if any(k in row for row in rows)), None)
-            if key:
-                curves[run] = (key, [(row["step"], row[key]) for row in rows if key in row])
+            if keys is EACH_REWARD:  # every reward's own mean, GRPO's rewards/<name>/mean
+                found = dict.fromkeys(
+                    k for row in rows for k in row if k.startswith("rewards/") and k.endswith("/mean")
+                )
+            else:
+                found = [next((k for k in keys if any(k in row for row in rows)), None)]
+            curves += [(run, key, [(row["step"], row[key]) for row in rows if key in row]) for key in found if key]
         if curves:
             panels.append((title, curves))
     if not panels:
         return None
     fig, axes = plt.subplots(len(panels), 1, figsize=(8, 2.6 * len(panels)), sharex=True, squeeze=False)
     for ax, (title, curves) in zip(axes[:, 0], panels, strict=True):
-        for index, (run, (key, points)) in enumerate(curves.items()):
+        for index, (run, key, points) in enumerate(curves):
             steps, values = [p[0] for p in points], [p[1] for p in points]
             color = f"C{index}"
             label = f"{run.name} ({key})" if len(runs) > 1 else key

@@ -1,28 +1,102 @@
 """The end of every recipe: summary.json, the run's plot, and a short printed summary with the next commands."""
 
 import json
+import shlex
 import time
 from pathlib import Path
 
 import torch.distributed as dist
+import yaml
 
-from core.metrics import REWARD_KEYS, first_last, reward_curve
+from core.metrics import REWARD_KEYS, first_last, read_metrics
 from core.plots import plot_runs
 
 # When the recipe's imports were done: wall_seconds in the summary counts from here.
 PROCESS_START = time.time()
 
 
+CONFIGS = Path(__file__).resolve().parents[1] / "recipes" / "configs"
+# The `make eval` task that measures what each shipped profile trains, and the reward that task scores with.
+PROFILE_TASKS = {"tiny": "tiny", "tiny-code": "tiny-code", "7b": "gsm8k", "7b-code": "mbpp"}
+TASK_VERIFIERS = {"tiny": "math_accuracy", "gsm8k": "math_accuracy", "tiny-code": "code_tests", "mbpp": "code_tests"}
+# What to check when training had no signal.
+NO_SIGNAL_CAUSES = (
+    "likely causes: the reward gives every completion the same score (check it on real output with make score), "
+    "the data lacks what the reward reads, the model never writes what the reward looks for (log_completions: true "
+    "prints what it writes), completions cut at max_completion_length, or a learning rate of 0"
+)
+
+
 def eval_task_for(profile: str, reward_names=()) -> str:
-    """The `make eval` task that measures what a run trained for."""
-    if profile in ("tiny", "tiny-code"):
-        return profile
+    """The built-in `make eval` task that measures what a run of a shipped profile trained for."""
+    if profile in PROFILE_TASKS:
+        return PROFILE_TASKS[profile]
     return "mbpp" if "code_tests" in reward_names or "code" in profile else "gsm8k"
 
 
-def finish_run(trainer, method: str, output_dir: str, model_name: str, profile: str, reward_names=()) -> dict:
-    """The run's plot, summary.json, and a short summary with the next commands (rank 0). A distributed launch
-    also gets one line per rank, so it shows that every rank got to the end."""
+def eval_command(model_name: str, out: Path, profile: str, method: str, script_args=None, weights=None) -> str:
+    """`make eval` for what the run trained on: the profile's built-in task when the run trained on the profile's
+    own data with the task's verifier among shipped rewards; otherwise the run's own data, prompt and rewards."""
+    names = list(getattr(script_args, "reward_funcs", None) or [])
+    task = eval_task_for(profile, names)
+    base = f"make eval MODEL={model_name} ADAPTER={out}"
+    shipped = CONFIGS / profile / f"{method}.yaml"
+    shipped_data = yaml.safe_load(shipped.read_text()).get("dataset_name") if shipped.is_file() else None
+    dataset = getattr(script_args, "dataset_name", None)
+    if not names or (
+        TASK_VERIFIERS.get(task) in names and all("." not in n for n in names) and dataset == shipped_data
+    ):
+        return f"{base} TASK={task}"
+    parts = [base, f"DATA={shlex.quote(dataset)}", f"REWARDS={','.join(names)}"]
+    if weights and any(w != 1.0 for w in weights):
+        parts.append("REWARD_WEIGHTS=" + ",".join(f"{w:g}" for w in weights))
+    for variable, field in (
+        ("PROMPT_COLUMN", "prompt_column"),
+        ("PROMPT_TEMPLATE", "prompt_template"),
+        ("SYSTEM_PROMPT", "system_prompt"),
+    ):
+        value = getattr(script_args, field, None)
+        if value and not (field == "prompt_column" and value == "question"):
+            parts.append(f"{variable}={shlex.quote(value)}")
+    return " ".join(parts)
+
+
+def no_signal(rows: list[dict], method: str) -> list[str]:
+    """Why a run learned nothing, from its metrics.jsonl: rewards without spread inside GRPO's groups for most of
+    the run, a reward that never changed, or gradients that were zero at every step. Empty when it had a signal."""
+    reasons = []
+    zero_std = [r["frac_reward_zero_std"] for r in rows if "frac_reward_zero_std" in r]
+    if zero_std and sum(zero_std) / len(zero_std) >= 0.9:
+        reasons.append(
+            f"in {sum(zero_std) / len(zero_std):.0%} of GRPO's groups every completion scored the same "
+            "(frac_reward_zero_std), so their advantages were zero"
+        )
+    key = REWARD_KEYS[method]
+    values = [r[key] for r in rows if key in r]
+    spread = [r["reward_std"] for r in rows if "reward_std" in r]
+    if method in ("grpo", "ppo") and len(values) > 1 and len(set(values)) == 1 and not any(spread):
+        reasons.append(f"every logged {key} was {values[0]:g}: the reward was a constant")
+    grads = [r["grad_norm"] for r in rows if "grad_norm" in r]
+    if grads and not any(grads):
+        reasons.append(f"grad_norm was 0 at all {len(grads)} logged steps: the adapter did not change")
+    return reasons
+
+
+def reward_curves(rows: list[dict]) -> dict[str, tuple[float | None, float | None]]:
+    """Each reward's own first -> last mean (GRPO logs `rewards/<name>/mean`), beside the weighted total."""
+    names = dict.fromkeys(k.split("/")[1] for r in rows for k in r if k.startswith("rewards/") and k.endswith("/mean"))
+    return {
+        name: first_last([(r["step"], r[f"rewards/{name}/mean"]) for r in rows if f"rewards/{name}/mean" in r])
+        for name in names
+    }
+
+
+def finish_run(
+    trainer, method: str, output_dir: str, model_name: str, profile: str, script_args=None, reward_weights=None
+) -> dict:
+    """The run's plot, summary.json, and a short summary with the next commands (rank 0): the training signal and
+    each reward's first -> last, a warning when training had no signal, and the `make eval` that measures what the
+    run trained for. A distributed launch also gets one line per rank, so it shows that every rank got to the end."""
     state = trainer.accelerator.state
     if state.num_processes > 1:
         backend = dist.get_backend() if dist.is_available() and dist.is_initialized() else "none"
@@ -33,10 +107,12 @@ def finish_run(trainer, method: str, output_dir: str, model_name: str, profile: 
     cost_path = out / "cost.json"
     cost = json.loads(cost_path.read_text()) if cost_path.is_file() else {}
     key = REWARD_KEYS[method]
-    curve = reward_curve(out, key)
+    rows = read_metrics(out)
+    curve = [(row["step"], row[key]) for row in rows if key in row]
     first, last = first_last(curve)
+    per_reward = reward_curves(rows)
+    reasons = no_signal(rows, method)
     plot = plot_runs([out], out / "metrics.png")
-    task = eval_task_for(profile, reward_names)
     summary = {
         "method": method,
         "steps": trainer.state.global_step,
@@ -45,11 +121,13 @@ def finish_run(trainer, method: str, output_dir: str, model_name: str, profile: 
         "signal": key,
         "signal_first": first,
         "signal_last": last,
+        "rewards": {name: {"first": f, "last": la} for name, (f, la) in per_reward.items()},
+        "no_signal": {"flag": bool(reasons), "reasons": reasons},
         "peak_memory_mb": cost.get("peak_memory_mb"),
         "memory_measure": cost.get("measure"),
         "adapter": str(out),
         "plot": str(plot) if plot else None,
-        "next": [f"make eval MODEL={model_name} ADAPTER={out} TASK={task}", f"make plot RUN={out}"],
+        "next": [eval_command(model_name, out, profile, method, script_args, reward_weights), f"make plot RUN={out}"],
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     signal = (
@@ -57,11 +135,18 @@ def finish_run(trainer, method: str, output_dir: str, model_name: str, profile: 
         if first is not None
         else f"{key}: not logged"
     )
+    if len(per_reward) > 1 or (per_reward and key != "reward"):
+        signal += "".join(f"\n    {name} {f:.3f} -> {la:.3f}" for name, (f, la) in per_reward.items())
     memory = f"{summary['peak_memory_mb']:,.0f} MB ({summary['memory_measure']})" if cost else "not measured"
+    warning = (
+        "  warning: no training signal: " + "; ".join(reasons) + ".\n    " + NO_SIGNAL_CAUSES + ".\n"
+        if reasons
+        else ""
+    )
     print(
         f"\n{method.upper()} finished: {summary['steps']} steps in {summary['wall_seconds']:.0f} s "
         f"({summary['train_seconds'] or 0:.0f} s training)\n"
-        f"  {signal}\n  peak memory {memory}\n  adapter  {out}\n"
+        f"  {signal}\n{warning}  peak memory {memory}\n  adapter  {out}\n"
         + (f"  plot     {plot}\n" if plot else "")
         + f"next:\n  {summary['next'][0]}   # held-out accuracy\n  {summary['next'][1]}   # redraw the plot\n"
     )

@@ -1,13 +1,16 @@
-"""Evaluate a base model or a LoRA adapter on a math or code benchmark with the training verifiers.
+"""Evaluate a base model or a LoRA adapter on a math or code benchmark with the training verifiers, or on your own
+task: any dataset scored by any rewards (eval/custom_task.py).
 
 Usage:
     make eval MODEL=artifacts/tiny/model TASK=tiny LIMIT=20
     make eval MODEL=Qwen/Qwen2.5-7B-Instruct ADAPTER=runs/grpo-7b-... TASK=gsm8k K=8
+    make eval DATA=my_task.jsonl REWARDS=math_accuracy,mymod.my_reward REWARD_WEIGHTS=1,0.5 PROMPT_COLUMN=problem
     python -m eval.run --model artifacts/tiny/model --task tiny --limit 20 --out results/eval/tiny-base
 
 Greedy by default; with --k > 1, k samples per problem at --temperature and pass@1..k (unbiased estimator).
-Writes results.json (settings, template, accuracy or pass@k with a 95% interval, versions, seconds) and
-samples.jsonl (prompt, completion, extracted answer or program, gold, score, reason).
+Writes results.json (settings, template, accuracy or pass@k with a 95% interval, versions, seconds; with rewards
+also each reward's mean and the weighted sum's) and samples.jsonl (prompt, completion, extracted answer or program,
+gold, score, reason; with rewards each reward's score).
 """
 
 import argparse
@@ -18,14 +21,16 @@ from pathlib import Path
 import torch
 from trl import ModelConfig
 
-from core.errors import one_line_errors
+from core.errors import UserError, one_line_errors
 from core.generation import generate
 from core.models import load_model, load_tokenizer
 from core.run_dir import library_versions
+from eval.custom_task import load_reward_task, score_samples
 from eval.tasks import TASKS, load_task_data, score
 from rewards.sandbox import SandboxUnavailable, isolation_mode, isolation_record
 
 METRICS = Path(__file__).parent / "metrics"
+DEFAULT_MAX_NEW_TOKENS = 512
 
 
 def load_for_eval(model_path: str, adapter: str | None, load_in_4bit: bool):
@@ -77,8 +82,6 @@ def evaluate_model(
 ):
     """(summary metrics, per-sample records). Used by `make eval` and by the tiny world's build.
     `samples` (k completions per row) skips generation, e.g. when vLLM generated them."""
-    import evaluate
-
     task = TASKS[task_name]
     if k > 1 and temperature <= 0:
         raise ValueError(f"k={k} samples need a temperature > 0")
@@ -110,24 +113,40 @@ def evaluate_model(
             zip([c for group in samples for c in group], verdicts, strict=True)
         )
     ]
+    return accuracy_metrics(records, k, len(rows)), records
+
+
+def accuracy_metrics(records: list[dict], k: int, n: int) -> dict:
+    """Accuracy with its Wilson interval (k=1), or pass@1..k with intervals (k>1), of records' 0/1 `score`s."""
+    import evaluate
+
     if k == 1:
-        metrics = evaluate.load(str(METRICS / "accuracy")).compute(predictions=[r["score"] for r in records])
-    else:
-        correct = correct_per_problem(records, k)
-        ks = [kk for kk in (1, 2, 4, 8, 16, 32, 64, 128) if kk <= k]
-        metrics = evaluate.load(str(METRICS / "pass_at_k")).compute(
-            predictions=[int(c) for c in correct], references=[k] * len(rows), k=ks
-        )
-        metrics["n"] = len(rows)
-    return metrics, records
+        return evaluate.load(str(METRICS / "accuracy")).compute(predictions=[r["score"] for r in records])
+    correct = correct_per_problem(records, k)
+    ks = [kk for kk in (1, 2, 4, 8, 16, 32, 64, 128) if kk <= k]
+    metrics = evaluate.load(str(METRICS / "pass_at_k")).compute(
+        predictions=[int(c) for c in correct], references=[k] * n, k=ks
+    )
+    return metrics | {"n": n}
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", required=True, help="local path or hub id of the base model")
     parser.add_argument("--adapter", help="a run directory holding a LoRA adapter")
-    parser.add_argument("--task", required=True, choices=sorted(TASKS))
-    parser.add_argument("--data", help="local file in the task's format instead of the hub")
+    parser.add_argument("--task", choices=sorted(TASKS), help="a built-in task (or --data with --rewards)")
+    parser.add_argument("--data", help="a local file (the task's format, or your own) or, with --rewards, a hub id")
+    parser.add_argument("--rewards", help="your own task: comma-separated reward names or dotted paths")
+    parser.add_argument("--reward_weights", help="comma-separated weights, one per reward (default 1 each)")
+    parser.add_argument("--prompt_column", default="question", help="with --rewards: the column prompted")
+    parser.add_argument("--prompt_template", help="with --rewards: the user message built from the row's columns")
+    parser.add_argument("--system_prompt", help="with --rewards: a system message before each prompt")
+    parser.add_argument(
+        "--pass_threshold",
+        type=float,
+        help="with --rewards: a sample passes at this weighted reward (default: the sum of the positive weights)",
+    )
+    parser.add_argument("--split", default="train", help="with --rewards: the dataset split")
     parser.add_argument("--limit", type=int)
     parser.add_argument("--k", type=int, default=1, help="samples per problem; >1 reports pass@k")
     parser.add_argument("--temperature", type=float, help="default 0 (greedy) for k=1, 0.8 for k>1")
@@ -140,58 +159,97 @@ def main(argv=None):
     one_line_errors()
     args = parser.parse_args(argv)
 
-    task = TASKS[args.task]
     temperature = args.temperature if args.temperature is not None else (0.8 if args.k > 1 else 0.0)
     if args.use_vllm:
         import importlib.util
 
         if importlib.util.find_spec("vllm") is None:
             raise SystemExit("--use_vllm: vLLM is not installed (pip install vllm); drop the flag to use transformers")
-    rows = load_task_data(task, args.data, args.limit)  # bad data fails here, before the model loads
-    if task.kind == "code":
-        try:
-            isolation_mode()  # refuse here, before the model loads, where untrusted code cannot be isolated
-        except SandboxUnavailable as error:
-            raise SystemExit(str(error)) from error
+    # bad data, rewards or settings fail here, before the model loads
+    if args.rewards:
+        if not args.data:
+            raise UserError("--rewards scores your own task: give its data with --data (a local file or a hub id)")
+        task, rows = load_reward_task(
+            args.data,
+            [name.strip() for name in args.rewards.split(",") if name.strip()],
+            [float(w) for w in args.reward_weights.split(",")] if args.reward_weights else None,
+            args.prompt_column,
+            args.prompt_template,
+            args.system_prompt,
+            args.pass_threshold,
+            args.split,
+            args.limit,
+        )
+        task_name, max_new_tokens = task.name, args.max_new_tokens or DEFAULT_MAX_NEW_TOKENS
+    elif args.task:
+        task = TASKS[args.task]
+        rows = load_task_data(task, args.data, args.limit)
+        task_name, max_new_tokens = args.task, args.max_new_tokens or task.max_new_tokens
+        if task.kind == "code":
+            try:
+                isolation_mode()  # refuse here, before the model loads, where untrusted code cannot be isolated
+            except SandboxUnavailable as error:
+                raise SystemExit(str(error)) from error
+    else:
+        raise UserError("say what to evaluate: --task (" + ", ".join(sorted(TASKS)) + ") or --data with --rewards")
     start = time.time()
     torch.manual_seed(args.seed)
+    prompts = [task.messages(row) for row in rows]
     if args.use_vllm:
-        prompts = [task.messages(row) for row in rows]
-        samples = generate_vllm(
-            args.model, args.adapter, prompts, args.k, temperature, args.max_new_tokens or task.max_new_tokens
-        )
-        metrics, records = evaluate_model(None, None, args.task, rows, args.k, temperature, samples=samples)
+        samples = generate_vllm(args.model, args.adapter, prompts, args.k, temperature, max_new_tokens)
+        model = tokenizer = None
     else:
         model, tokenizer = load_for_eval(args.model, args.adapter, args.load_in_4bit)
-        metrics, records = evaluate_model(
-            model, tokenizer, args.task, rows, args.k, temperature, args.max_new_tokens, args.batch_size
-        )
-    out = Path(args.out or f"results/eval/{args.task}-{time.strftime('%Y%m%d-%H%M%S')}")
+        samples = generate(model, tokenizer, prompts, max_new_tokens, args.batch_size, temperature, args.k)
+    if args.rewards:
+        reward_summary, records = score_samples(task, rows, samples)
+        metrics = accuracy_metrics(records, args.k, len(rows))
+        template = {
+            "system_prompt": task.system_prompt,
+            "prompt_column": task.prompt_column,
+            "prompt_template": task.prompt_template,
+            "chat_template": True,
+        }
+        extra = {
+            "rewards": task.reward_names,
+            "reward_weights": task.reward_weights,
+            "pass_threshold": task.threshold,
+            **reward_summary,
+        }
+    else:
+        metrics, records = evaluate_model(model, tokenizer, args.task, rows, args.k, temperature, samples=samples)
+        template = {"system_prompt": task.system_prompt, "user": task.template, "chat_template": True}
+        extra = {}
+    out = Path(
+        args.out
+        or f"results/eval/{task_name.replace(':', '-').replace(',', '+')[:60]}-{time.strftime('%Y%m%d-%H%M%S')}"
+    )
     out.mkdir(parents=True, exist_ok=True)
     results = {
-        "task": args.task,
+        "task": task_name,
         "model": args.model,
         "adapter": args.adapter,
         "n": len(rows),
         **metrics,
+        **extra,
         "generation": {
             "k": args.k,
             "temperature": temperature,
             "greedy": temperature == 0,
-            "max_new_tokens": args.max_new_tokens or task.max_new_tokens,
+            "max_new_tokens": max_new_tokens,
             "batch_size": args.batch_size,
             "load_in_4bit": args.load_in_4bit,
             "seed": args.seed,
             "backend": "vllm" if args.use_vllm else "transformers",
         },
-        "template": {"system_prompt": task.system_prompt, "user": task.template, "chat_template": True},
+        "template": template,
         "data": args.data or task.default_data or f"{task.hub_id}:{task.hub_config or ''}:{task.split}",
         "versions": library_versions(),
         "sandbox_isolation": isolation_record(),
         "seconds": round(time.time() - start, 1),
     }
     unparseable = sorted({r["index"] for r in records if r["reason"] == "unparseable gold"})
-    if task.kind == "math":
+    if not args.rewards and task.kind == "math":
         # A gold answer the verifier cannot read is a data problem: scored wrong, in the denominator, and named.
         results["unparseable_gold"] = {
             "count": len(unparseable),
@@ -209,13 +267,19 @@ def main(argv=None):
             if key.startswith("pass@") and not key.endswith("ci95")
         )
     )
+    if args.rewards:
+        means = ", ".join(
+            f"{name} {m['mean']:.3f}" if m["mean"] is not None else f"{name} n/a"
+            for name, m in results["reward_means"].items()
+        )
+        headline += f" (weighted >= {task.threshold:g}); mean {means}; weighted {results['weighted_mean']['mean']:.3f}"
     if unparseable:
         print(
             f"warning: {len(unparseable)} of {len(rows)} gold answers cannot be parsed; scored wrong (in n): "
             + ", ".join(repr(str(rows[i][task.gold])[:60]) for i in unparseable[:5])
         )
     print(
-        f"{args.task}: {headline} on n={len(rows)} ({args.model}{' + ' + args.adapter if args.adapter else ''}, "
+        f"{task_name}: {headline} on n={len(rows)} ({args.model}{' + ' + args.adapter if args.adapter else ''}, "
         f"{'greedy' if temperature == 0 else f'T={temperature}'}) -> {out}"
     )
     return results

@@ -15,7 +15,7 @@ from collections import Counter
 from pathlib import Path
 
 from core.errors import UserError, one_line_errors
-from rewards import get_reward_funcs, required_columns
+from rewards import call_reward, get_reward_funcs, required_columns
 from rewards.code import extract_program, require_code_tests, run_row_tests
 from rewards.math import check_answers
 from rewards.text import completion_text
@@ -42,7 +42,8 @@ def explain(name: str, rows: list[dict]) -> list[tuple[float | None, str]]:
         ]
     (func,) = get_reward_funcs([name])
     columns = {k: [r.get(k) for r in rows] for k in rows[0] if k != "completion"}
-    return [(score, "") for score in func(completions, **columns)]
+    labels = [f"{i} of the file" for i in range(1, len(rows) + 1)]
+    return [(score, "") for score in call_reward(func, completions, row_labels=labels, **columns)]
 
 
 def read_lines(path: str) -> list[str]:

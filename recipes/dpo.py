@@ -74,7 +74,7 @@ def main(script_args: ScriptArguments, training_args: DPOConfig, model_args: Mod
     trainer.save_model(training_args.output_dir)
     if trainer.is_world_process_zero():
         tokenizer.save_pretrained(training_args.output_dir)
-    finish_run(trainer, "dpo", training_args.output_dir, model_args.model_name_or_path, script_args.profile, ())
+    finish_run(trainer, "dpo", training_args.output_dir, model_args.model_name_or_path, script_args.profile)
     return trainer
 
 

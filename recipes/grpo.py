@@ -133,7 +133,8 @@ def main(script_args: ScriptArguments, training_args: GRPOConfig, model_args: Mo
         training_args.output_dir,
         model_args.model_name_or_path,
         script_args.profile,
-        script_args.reward_funcs,
+        script_args,
+        training_args.reward_weights,
     )
     return trainer
 

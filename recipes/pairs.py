@@ -142,6 +142,13 @@ def main(args: PairsArguments, model_args: ModelConfig):
         f"{len(rows)} pairs from {len(prompts)} prompts ({args.num_samples} samples each, margin >= "
         f"{args.min_margin}) -> {out}"
     )
+    if not rows:
+        print(
+            f"warning: no prompt produced a pair: every prompt's {args.num_samples} samples scored within "
+            f"{args.min_margin} of each other, so DPO and ORPO have nothing to learn from; likely causes: the reward "
+            "gives every completion the same score (check it with make score), the data lacks what the reward reads, "
+            "a temperature too low for samples to differ, or a min_margin wider than the reward's range"
+        )
     return rows
 
 

@@ -164,7 +164,8 @@ def main(script_args: ScriptArguments, training_args: PPOConfig, model_args: Mod
         training_args.output_dir,
         model_args.model_name_or_path,
         script_args.profile,
-        script_args.reward_funcs,
+        script_args,
+        script_args.reward_weights,
     )
     return trainer
 

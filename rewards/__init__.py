@@ -6,6 +6,9 @@ import path (`mypkg.rewards.my_reward`) in YAML, with optional weights and keywo
 
 import importlib
 import inspect
+import numbers
+import traceback
+from pathlib import Path
 
 from rewards.code import code_format, code_tests
 from rewards.format import cosine_length, format_reward, length_reward, reasoning_steps, repetition_penalty
@@ -37,9 +40,55 @@ REQUIRED_COLUMNS = {
 SANDBOXED = {"code_tests"}
 
 
+# What TRL passes every reward function itself: never dataset columns.
+PASSED_BY_TRAINER = {
+    "completions",
+    "prompts",
+    "completion_ids",
+    "trainer_state",
+    "log_extra",
+    "log_metric",
+    "environments",
+}
+
+
+class RewardError(ValueError):
+    """A reward function raised, or returned something other than one number (or None) per completion."""
+
+
+def declared_columns(func) -> list[str]:
+    """The dataset columns a reward of your own reads: its named parameters without a default, beyond what the
+    trainer passes itself (`completions`, `prompts`, ...).
+
+    >>> def needs_unit(completions, unit, prompts=None, **kwargs): ...
+    >>> declared_columns(needs_unit)
+    ['unit']
+    """
+    call = func if inspect.isfunction(func) or inspect.ismethod(func) else type(func).__call__
+    parameters = list(inspect.signature(call).parameters.values())
+    if not (inspect.isfunction(func) or inspect.ismethod(func)):
+        parameters = parameters[1:]  # a callable class's `self`
+    named = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return [
+        p.name
+        for p in parameters
+        if p.kind in named and p.default is inspect.Parameter.empty and p.name not in PASSED_BY_TRAINER
+    ]
+
+
 def required_columns(names) -> list[str]:
-    """Dataset columns the named rewards read, in order, without repeats (user rewards declare none)."""
-    return list(dict.fromkeys(column for name in names for column in REQUIRED_COLUMNS.get(name, [])))
+    """Dataset columns the named rewards read, in order, without repeats: REQUIRED_COLUMNS for the registered
+    rewards, the named parameters (`declared_columns`) of a dotted-path reward."""
+    columns = []
+    for name in names:
+        if name in REWARDS:
+            columns += REQUIRED_COLUMNS.get(name, [])
+        elif "." in name:
+            try:
+                columns += declared_columns(get_reward_func(name))
+            except ValueError:  # an unresolvable name is get_reward_funcs' error to report
+                continue
+    return list(dict.fromkeys(columns))
 
 
 def get_reward_func(name: str, kwargs: dict | None = None):
@@ -73,9 +122,73 @@ def weighted_sum(reward_funcs, weights, completions, **columns) -> list[float]:
     """
     totals = [0.0] * len(completions)
     for func, weight in zip(reward_funcs, weights, strict=True):
-        for i, score in enumerate(func(completions, **columns)):
-            totals[i] += weight * (0.0 if score is None else float(score))
+        for i, score in enumerate(call_reward(func, completions, **columns)):
+            totals[i] += weight * (0.0 if score is None else score)
     return totals
+
+
+def reward_name(func) -> str:
+    return getattr(func, "__name__", type(func).__name__)
+
+
+def _one_row(columns: dict, i: int, n: int) -> dict:
+    return {
+        key: [value[i]] if isinstance(value, list | tuple) and len(value) == n else value
+        for key, value in columns.items()
+    }
+
+
+def _where(error: Exception) -> str:
+    """The innermost frame of the reward's own code: file, line, function and source line."""
+    frames = [f for f in traceback.extract_tb(error.__traceback__) if f.filename != __file__]
+    if not frames:
+        return ""
+    frame = frames[-1]
+    return f" (at {Path(frame.filename).name}:{frame.lineno} in {frame.name}: {(frame.line or '').strip()})"
+
+
+def call_reward(func, completions, row_labels=None, **columns) -> list[float | None]:
+    """Calls a reward as the project always does: one number (or None) per completion comes back, or a RewardError
+    that names the reward, the row (`row_labels[i]`, else the completion's index in the batch) and what it returned
+    or raised, with the line of the reward's own code that raised.
+
+    >>> call_reward(REWARDS["format"], ["<think>a</think><answer>1</answer>"])
+    [1.0]
+    >>> call_reward(lambda completions, **kw: "1.0", ["x"])
+    Traceback (most recent call last):
+    ...
+    rewards.RewardError: reward '<lambda>' returned str '1.0', not a list of 1 number(s) or None
+    """
+    name, n = reward_name(func), len(completions)
+    labels = row_labels or list(range(n))
+    try:
+        scores = func(completions, **columns)
+    except Exception as error:
+        row = "?"
+        for i in range(n):  # which row: the first that fails alone
+            try:
+                func([completions[i]], **_one_row(columns, i, n))
+            except Exception:  # noqa: BLE001 - any exception of the user's code marks its row
+                row = labels[i]
+                break
+        raise RewardError(
+            f"reward {name!r} raised {type(error).__name__}: {error} on row {row}{_where(error)}"
+        ) from error
+    if isinstance(scores, str | bytes | dict) or not hasattr(scores, "__len__"):
+        raise RewardError(
+            f"reward {name!r} returned {type(scores).__name__} {str(scores)[:60]!r}, not a list of "
+            f"{n} number(s) or None"
+        )
+    if len(scores) != n:
+        raise RewardError(f"reward {name!r} returned {len(scores)} score(s) for {n} completion(s)")
+    checked = []
+    for label, score in zip(labels, scores, strict=True):
+        if score is not None and not isinstance(score, numbers.Real):
+            raise RewardError(
+                f"reward {name!r} returned {score!r} ({type(score).__name__}) on row {label}, not a number or None"
+            )
+        checked.append(None if score is None else float(score))
+    return checked
 
 
 def get_reward_funcs(names, kwargs: dict[str, dict] | None = None) -> list:

@@ -64,3 +64,21 @@ def test_eval_prints_no_library_noise(tiny_world, tmp_path):
     assert result.returncode == 0, result.stderr[-2000:]
     printed = result.stdout + result.stderr
     assert "tiny: accuracy" in printed and not [word for word in NOISE if word in printed], printed[-2000:]
+
+
+def test_an_own_config_builds_a_tiny_world_only_when_it_names_one(tmp_path):
+    own = tmp_path / "own.yaml"
+    own.write_text("model_name_or_path: Qwen/Qwen2.5-0.5B-Instruct\ndataset_name: my/task\n")
+    tiny = tmp_path / "tiny.yaml"
+    tiny.write_text(
+        "model_name_or_path: artifacts/tiny-code/model\ndataset_name: artifacts/tiny-code/pairs/train.jsonl\n"
+    )
+    for target in ("grpo", "dpo"):
+        planned = make(
+            "-n", "-W", "artifacts/tiny/world.json", "-W", "artifacts/tiny-code/world.json", target, f"CONFIG={own}"
+        ).stdout
+        assert "studies.tiny_world" not in planned and "recipes.pairs" not in planned
+        assert f"recipes.{target} --config {own}" in planned
+    planned = make("-n", "-B", "dpo", f"CONFIG={tiny}").stdout
+    assert "studies.tiny_world --world code" in planned and "recipes/configs/tiny-code/pairs.yaml" in planned
+    assert "studies.tiny_world --out artifacts/tiny\n" not in planned

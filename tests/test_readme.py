@@ -10,7 +10,7 @@ import sys
 
 import yaml
 
-from rewards import get_reward_funcs
+from rewards import get_reward_funcs, required_columns
 from tests.conftest import REPO_ROOT
 
 README = (REPO_ROOT / "README.md").read_text()
@@ -42,27 +42,28 @@ def test_write_your_own_reward_example(tmp_path):
         "".join(
             json.dumps(row) + "\n"
             for row in [
-                {"completion": "12+30. So the sum is 42.\n#### 42 coins", "answer": "#### 42"},
-                {"completion": "#### 41", "answer": "#### 42"},
+                {"completion": "12+30. So the sum is 42.\n#### 42 coins", "answer": "#### 42", "unit": "coins"},
+                {"completion": "#### 41", "answer": "#### 42", "unit": "coins"},
             ]
         )
     )
     # From the user's own folder, with only that folder on the path: the installed project supplies the rest.
     env = {**os.environ, "PYTHONPATH": str(tmp_path)}
     out = subprocess.run(
-        [sys.executable, "-m", "eval.score", str(samples), "--rewards", "myrewards.mentions_units,math_accuracy"],
+        [sys.executable, "-m", "eval.score", str(samples), "--rewards", "myrewards.mentions_unit,math_accuracy"],
         cwd=tmp_path,
         env=env,
         capture_output=True,
         text=True,
         check=True,
     ).stdout
-    assert "myrewards.mentions_units: 1.0" in out and "math_accuracy: 0.0  (wrong: extracted '41')" in out
+    assert "myrewards.mentions_unit: 1.0" in out and "math_accuracy: 0.0  (wrong: extracted '41')" in out
     assert "math_accuracy: mean 0.500 over 2/2" in out
 
     snippet = yaml.safe_load(next(block for block in code_blocks("yaml") if "myrewards" in block))
     sys.path.insert(0, str(tmp_path))
     try:
-        assert [f.__name__ for f in get_reward_funcs(snippet["reward_funcs"])] == ["math_accuracy", "mentions_units"]
+        assert [f.__name__ for f in get_reward_funcs(snippet["reward_funcs"])] == ["math_accuracy", "mentions_unit"]
+        assert required_columns(snippet["reward_funcs"]) == ["answer", "unit"]  # the reward's own column
     finally:
         sys.path.remove(str(tmp_path))

@@ -28,8 +28,25 @@ from tests.conftest import REPO_ROOT
         (["make", "grpo", "ARGS=--reward_funcs math_acuracy"], "unknown reward 'math_acuracy'; known: math_accuracy,"),
         (
             ["make", "grpo", "ARGS=--learnin_rate 1e-4"],
-            "error in recipes/configs/tiny/grpo.yaml: Some specified arguments are not used by the HfArgumentParser: "
-            "['--learnin_rate'",
+            "error in recipes/configs/tiny/grpo.yaml: unknown flag '--learnin_rate' (did you mean --learning_rate?)",
+        ),
+        (
+            ["make", "grpo", "CONFIG=tests/fixtures/typo_grpo.yaml"],
+            "error in tests/fixtures/typo_grpo.yaml: unknown key 'learnin_rate' (did you mean learning_rate?)",
+        ),
+        (
+            [
+                "make",
+                "eval",
+                "DATA=tests/fixtures/gsm8k_sample.jsonl",
+                "REWARDS=math_accuracy",
+                "PROMPT_COLUMN=problem",
+            ],
+            "error: dataset tests/fixtures/gsm8k_sample.jsonl is missing column(s) ['problem']",
+        ),
+        (
+            ["make", "eval", "REWARDS=math_accuracy"],
+            "error: --rewards scores your own task: give its data with --data",
         ),
     ],
     ids=[
@@ -40,7 +57,10 @@ from tests.conftest import REPO_ROOT
         "score-missing-file",
         "score-unknown-reward",
         "recipe-unknown-reward",
-        "unknown-key",
+        "unknown-flag",
+        "unknown-yaml-key",
+        "eval-rewards-missing-column",
+        "eval-rewards-no-data",
     ],
 )
 def test_one_line_error_without_traceback(tiny_world, tiny_pairs, command, message):

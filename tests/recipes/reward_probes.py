@@ -1,5 +1,6 @@
-"""Rewards used by the resume tests, selected by dotted path (`tests.recipes.reward_probes.record_prompts`) like any
-user reward: they log what the trainer asked them to score, so a test can compare the data order of two runs."""
+"""Rewards the recipe tests select by dotted path (`tests.recipes.reward_probes.record_prompts`) like any user reward:
+one logs what the trainer asked it to score, so a test can compare the data order of two runs; one reads a column the
+data does not have."""
 
 import json
 import os
@@ -15,6 +16,25 @@ def record_prompts(completions, prompts=None, **kwargs) -> list[float]:
     with open(os.environ["PROMPT_LOG"], "a") as fh:
         fh.write(json.dumps({"prompts": prompt_texts, "completions": texts, "rng": _rng_digest()}) + "\n")
     return [min(len(t), 100) / 100 for t in texts]
+
+
+def needs_unit(completions, unit, **kwargs) -> list[float]:
+    """Reads its own column, `unit`: the pre-flight must ask the data for it before any model loads."""
+    return [1.0 if u in completion_text(c) else 0.0 for c, u in zip(completions, unit, strict=True)]
+
+
+def always_zero(completions, **kwargs) -> list[float]:
+    """The same score for every completion: a run with no signal."""
+    return [0.0 for _ in completions]
+
+
+def always_half(completions, **kwargs) -> list[float]:
+    return [0.5 for _ in completions]
+
+
+def one_score_per_batch(completions, **kwargs) -> list[float]:
+    """Broken on purpose: one score for the whole batch."""
+    return [1.0]
 
 
 def _rng_digest() -> str:

@@ -43,6 +43,8 @@ def test_two_steps_in_4bit_save_an_adapter_that_generates(tiny_world, tmp_path, 
         (["--prompt_column", "problem"], "missing column(s) ['problem']"),
         (["--use_vllm", "true"], "vLLM weight sync needs merged LoRA weights"),
         (["--reward_weights", "1.0", "2.0"], "reward_weights has 2 entries for 1 reward_funcs"),
+        # a dotted-path reward's named parameter is a column the data must have
+        (["--reward_funcs", "tests.recipes.reward_probes.needs_unit"], "missing column(s) ['unit']"),
     ],
 )
 def test_preflight_errors_come_before_any_model_is_loaded(tiny_world, tmp_path, overrides, message, monkeypatch):
@@ -139,3 +141,71 @@ def test_two_steps_on_the_tiny_code_world_score_in_the_sandbox(tiny_code_world, 
     spent = json.loads((out / "cost.json").read_text())["reward_time"]
     assert spent["code_tests"]["completions"] == 2 * 64 and spent["code_tests"]["seconds"] > 0
     assert_run_summary(out, "grpo", capsys.readouterr().out)
+
+
+@pytest.mark.slow
+def test_a_run_without_signal_says_so(tiny_world, tmp_path, capsys):
+    """Two constant rewards: no spread in any group, the weighted reward never moves, no gradient. The summary says
+    so in words with the likely causes, summary.json flags it, and each reward's own curve is reported."""
+    out = tmp_path / "run"
+    rewards = ["tests.recipes.reward_probes.always_zero", "tests.recipes.reward_probes.always_half"]
+    run_recipe(
+        grpo,
+        CONFIG,
+        "--max_steps",
+        "2",
+        "--logging_steps",
+        "1",
+        "--output_dir",
+        str(out),
+        "--reward_funcs",
+        *rewards,
+        "--reward_weights",
+        "1.0",
+        "1.0",
+    )
+    printed = capsys.readouterr().out
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["no_signal"]["flag"] is True
+    assert any("frac_reward_zero_std" in r for r in summary["no_signal"]["reasons"])
+    assert any("grad_norm was 0" in r for r in summary["no_signal"]["reasons"])
+    assert "warning: no training signal: " in printed and "likely causes: " in printed
+    assert summary["rewards"] == {
+        "always_zero": {"first": 0.0, "last": 0.0},
+        "always_half": {"first": 0.5, "last": 0.5},
+    }
+    assert "    always_zero 0.000 -> 0.000\n    always_half 0.500 -> 0.500" in printed
+    # the suggested evaluation is the run's own task: its data and rewards, not a built-in task
+    assert summary["next"][0].endswith(f"DATA=artifacts/tiny/data/train.jsonl REWARDS={','.join(rewards)}")
+
+
+def test_a_run_with_signal_is_not_flagged(tmp_path):
+    from core.summary import no_signal
+
+    rows = [
+        {"step": s, "reward": r, "reward_std": 0.4, "frac_reward_zero_std": 0.5, "grad_norm": 0.1}
+        for s, r in ((1, 0.5), (2, 0.6))
+    ]
+    assert no_signal(rows, "grpo") == []
+    assert no_signal([{**r, "grad_norm": 0.0} for r in rows], "grpo") == [
+        "grad_norm was 0 at all 2 logged steps: the adapter did not change"
+    ]
+
+
+@pytest.mark.slow
+def test_a_broken_reward_ends_training_in_one_line_naming_it(tiny_world, tmp_path):
+    proc = cli(
+        "grpo",
+        "--config",
+        CONFIG,
+        "--max_steps",
+        "1",
+        "--output_dir",
+        str(tmp_path / "run"),
+        "--reward_funcs",
+        "tests.recipes.reward_probes.one_score_per_batch",
+    )
+    output, _ = proc.communicate(timeout=600)
+    assert proc.returncode == 1 and "Traceback" not in output
+    errors = [line for line in output.splitlines() if "error: " in line]
+    assert errors == ["error: reward 'one_score_per_batch' returned 1 score(s) for 64 completion(s)"]

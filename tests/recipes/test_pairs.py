@@ -55,3 +55,26 @@ def test_code_pairs_chosen_passes_more_tests_than_rejected(tiny_code_world, tmp_
         test_setup_code=[r["test_setup_code"] for r in rows],
     )
     assert all(c > r for c, r in zip(chosen, rejected, strict=True)), list(zip(chosen, rejected, strict=True))
+
+
+@pytest.mark.slow
+def test_no_pair_is_a_warning_with_its_causes(tiny_world, tmp_path, capsys):
+    out = tmp_path / "pairs.jsonl"
+    rows = run_recipe(
+        pairs,
+        "recipes/configs/tiny/pairs.yaml",
+        "--max_prompts",
+        "4",
+        "--num_samples",
+        "2",
+        "--max_new_tokens",
+        "8",
+        "--reward_funcs",
+        "tests.recipes.reward_probes.always_zero",
+        "--output",
+        str(out),
+    )
+    printed = capsys.readouterr().out
+    assert rows == [] and out.read_text() == ""
+    assert "0 pairs from 4 prompts" in printed
+    assert "warning: no prompt produced a pair: every prompt's 2 samples scored within 0.5 of each other" in printed

@@ -266,8 +266,22 @@ def test_the_users_directories_are_hidden_and_the_tree_is_read_only():
             "--out",
             "RUN",
         ],
+        [
+            "-m",
+            "eval.run",
+            "--data",
+            "tests/fixtures/mbpp_sample.jsonl",
+            "--rewards",
+            "code_tests",
+            "--prompt_column",
+            "text",
+            "--model",
+            "no/such-model",
+            "--out",
+            "RUN",
+        ],
     ],
-    ids=["grpo", "ppo", "pairs", "eval"],
+    ids=["grpo", "ppo", "pairs", "eval", "eval-rewards"],
 )
 def test_recipes_and_eval_refuse_in_their_preflight(tmp_path, command):
     # No unshare on PATH and a model that does not exist: the sandbox message, not a model-loading error.

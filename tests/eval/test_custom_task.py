@@ -1,0 +1,117 @@
+"""Your own task, end to end through make targets, with a reward module outside the checkout that reads its own
+column: scored (make score), trained with (make grpo CONFIG=), evaluated (the summary's suggested make eval), and two
+evaluations compared (make eval-compare). No project file is edited."""
+
+import json
+import os
+import shlex
+import subprocess
+
+import pytest
+import yaml
+
+from tests.conftest import REPO_ROOT
+
+UNITS = ("apples", "books", "coins", "cards", "shells", "stamps", "pens", "marbles", "stickers", "beads")
+USER_REWARDS = '''
+from rewards.text import completion_text
+
+
+def names_unit(completions, unit, **kwargs):
+    """1.0 when the answer names the row's unit."""
+    return [1.0 if u in completion_text(c) else 0.0 for c, u in zip(completions, unit)]
+'''
+
+
+def make(*args: str, env: dict) -> subprocess.CompletedProcess:
+    result = subprocess.run(
+        ["make", "--no-print-directory", *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=900, env=env
+    )
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
+    return result
+
+
+@pytest.mark.slow
+def test_own_reward_own_column_scored_trained_and_evaluated(tiny_world, tmp_path):
+    user = tmp_path / "mytask"
+    user.mkdir()
+    (user / "myrewards.py").write_text(USER_REWARDS)
+    rows = [json.loads(line) for line in (tiny_world / "data" / "validation.jsonl").read_text().splitlines()][:24]
+    data = user / "task.jsonl"
+    data.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "problem": r["question"],
+                    "solution": r["answer"],
+                    "answer": r["answer"],
+                    "unit": next(u for u in UNITS if u in r["question"]),
+                }
+            )
+            + "\n"
+            for r in rows
+        )
+    )
+    env = {**os.environ, "PYTHONPATH": str(user)}
+
+    # score: the user's reward beside a shipped one, on completions written by hand
+    samples = user / "samples.jsonl"
+    samples.write_text(
+        json.dumps({"completion": f"{rows[0]['answer']} {UNITS[0]}", "answer": rows[0]["answer"], "unit": UNITS[0]})
+        + "\n"
+    )
+    scored = make("score", f"FILE={samples}", "REWARDS=myrewards.names_unit,math_accuracy", env=env).stdout
+    assert "myrewards.names_unit: 1.0" in scored and "math_accuracy: 1.0" in scored
+
+    # train: the shipped tiny config with the user's data, prompt column and weighted rewards
+    config = yaml.safe_load((REPO_ROOT / "recipes/configs/tiny/grpo.yaml").read_text())
+    run = tmp_path / "run"
+    config |= {
+        "dataset_name": str(data),
+        "prompt_column": "problem",
+        "output_dir": str(run),
+        "max_steps": 2,
+        "logging_steps": 1,
+        "reward_funcs": ["math_accuracy", "myrewards.names_unit"],
+        "reward_weights": [1.0, 0.5],
+    }
+    own = user / "grpo.yaml"
+    own.write_text(yaml.safe_dump(config))
+    trained = make("grpo", f"CONFIG={own}", env=env).stdout
+    summary = json.loads((run / "summary.json").read_text())
+    assert set(summary["rewards"]) == {"math_accuracy", "names_unit"}
+    suggested = summary["next"][0]
+    assert suggested in trained
+    assert (
+        f"DATA={data} REWARDS=math_accuracy,myrewards.names_unit REWARD_WEIGHTS=1,0.5 PROMPT_COLUMN=problem"
+        in suggested
+    )
+
+    # evaluate: exactly the suggested command (a few problems), and the base model the same way
+    evaluated = make(*shlex.split(suggested)[1:], "LIMIT=6", f"OUT={tmp_path / 'adapter'}", env=env).stdout
+    assert "rewards:math_accuracy,myrewards.names_unit: accuracy" in evaluated
+    make(
+        *[a for a in shlex.split(suggested)[1:] if not a.startswith("ADAPTER=")],
+        "LIMIT=6",
+        f"OUT={tmp_path / 'base'}",
+        env=env,
+    )
+    results = json.loads((tmp_path / "adapter" / "results.json").read_text())
+    assert results["n"] == 6 and results["rewards"] == ["math_accuracy", "myrewards.names_unit"]
+    assert results["pass_threshold"] == 1.5 and 0 <= results["accuracy"] <= 1
+    assert set(results["reward_means"]) == {"math_accuracy", "myrewards.names_unit"}
+    assert results["template"]["prompt_column"] == "problem"
+    records = [json.loads(line) for line in (tmp_path / "adapter" / "samples.jsonl").read_text().splitlines()]
+    for record in records:
+        expected = record["rewards"]["math_accuracy"] + 0.5 * record["rewards"]["myrewards.names_unit"]
+        assert record["weighted"] == pytest.approx(expected) and record["score"] == float(expected >= 1.5)
+    means = results["reward_means"]["math_accuracy"]
+    assert means["mean"] == pytest.approx(sum(r["rewards"]["math_accuracy"] for r in records) / len(records))
+
+    compared = make(
+        "eval-compare",
+        f"A={tmp_path / 'base' / 'results.json'}",
+        f"B={tmp_path / 'adapter' / 'results.json'}",
+        env=env,
+    ).stdout
+    assert "flips on 6 shared problems" in compared
