@@ -1,6 +1,7 @@
 """Notebooks are executed top to bottom, as a user would run them."""
 
 import nbformat
+import pytest
 from nbclient import NotebookClient
 
 from tests.conftest import REPO_ROOT
@@ -31,6 +32,7 @@ def test_rewards_playground_runs_and_shows_scores_and_failures():
     assert "#1: wrong" in text and "#5: unparseable answer" in text and "#7:" in text
 
 
+@pytest.mark.slow
 def test_comparison_notebook_shows_the_table_and_verdicts(compare_results, monkeypatch):
     monkeypatch.setenv("COMPARE_DIR", str(compare_results))
     notebook = execute("comparison.ipynb")
@@ -49,6 +51,7 @@ def test_comparison_notebook_shows_the_table_and_verdicts(compare_results, monke
     assert len(images) == 4  # memory, accuracy, rewards, and accuracy against compute
 
 
+@pytest.mark.slow
 def test_comparison_notebook_reads_the_code_comparison_too(code_compare_results, monkeypatch):
     monkeypatch.setenv("COMPARE_DIR", str(code_compare_results))
     text = outputs(execute("comparison.ipynb"))

@@ -7,6 +7,7 @@ import pytest
 from tests.conftest import REPO_ROOT
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "command,message",
     [

@@ -14,6 +14,8 @@ import yaml
 
 from tests.conftest import FIXTURES, REPO_ROOT
 
+pytestmark = pytest.mark.slow  # minutes of training or launching
+
 CONFIGS = sorted((REPO_ROOT / "recipes" / "configs").glob("7b*/*.yaml"))
 TRAINER_CPU = ["--use_cpu", "true", "--max_steps", "1", "--logging_steps", "1", "--save_strategy", "no"]
 

@@ -8,6 +8,7 @@ import pytest
 from tests.conftest import REPO_ROOT
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["grpo", "dpo"])
 def test_two_processes_on_cpu_both_finish_and_one_adapter_is_saved(method, tiny_world, tiny_pairs, tmp_path):
     out = tmp_path / method

@@ -63,6 +63,7 @@ def test_unknown_config_key_names_the_file(tmp_path):
         run_recipe(grpo, str(bad))
 
 
+@pytest.mark.slow
 def test_sigterm_then_resume_continues_the_same_run(tiny_world, tmp_path):
     """Uninterrupted vs. killed-and-resumed: same steps, same prompts in the same order, nothing overwritten."""
     common = [

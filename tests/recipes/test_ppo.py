@@ -1,5 +1,6 @@
 import json
 
+import pytest
 import torch
 import yaml
 from transformers import AutoTokenizer
@@ -64,6 +65,7 @@ def test_two_steps_with_a_rule_based_reward_and_a_4bit_critic(tiny_world, tmp_pa
     assert_adapter_loads_and_generates(out, tiny_world / "model")
 
 
+@pytest.mark.slow
 def test_sigterm_then_resume_continues_the_same_run(tiny_world, tmp_path):
     # Without a stop token every generation runs to its full length, so each step draws the same amount of
     # randomness however the CPU kernels round (they are not bitwise reproducible from run to run: completions of two

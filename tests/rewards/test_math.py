@@ -180,6 +180,7 @@ def test_unparseable_gold_answers_are_found_not_guessed():
     assert math_accuracy(["#### 3", "#### 1"], answer=["3 apples and 2 pears", "1+15i"]) == [None, 0.0]
 
 
+@pytest.mark.slow
 def test_answer_sets_every_stated_gold_right_every_other_answer_zero():
     """The math test sets' gold answers (tests/fixtures/math_gold_answers.jsonl), stated in each style the reward
     reads, against math-verify called directly in the same run; `make bench-rewards` prints the same counts."""

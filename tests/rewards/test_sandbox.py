@@ -45,6 +45,7 @@ def hostile_report(request, tmp_path_factory):
     return guarded_run(request.param, tmp_path_factory.mktemp("hostile") / f"{request.param}.json")
 
 
+@pytest.mark.slow
 def test_the_file_attacks_work_without_isolation(tmp_path):
     # The same attacks, same fake user, REWARDS_SANDBOX=unisolated: each one succeeds and shows in its score and
     # in the files, so a 0 under isolation means the sandbox stopped it, not that the attack was broken.
@@ -64,16 +65,19 @@ def test_the_file_attacks_work_without_isolation(tmp_path):
         assert changed in report["changed_files"]
 
 
+@pytest.mark.slow
 def test_each_run_uses_the_mode_its_user_gets(hostile_report):
     assert hostile_report["isolation"] == MODES[hostile_report["mode"]]
     assert (hostile_report["uid"] == 0) == (hostile_report["mode"] == "root")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_hostile_program_scores_only_what_it_earned(hostile_report, case):
     assert hostile_report["scores"][case] == hostile_report["expected"][case]
 
 
+@pytest.mark.slow
 def test_pre_5_12_kernels_read_only_remount_holds_too(hostile_report):
     assert hostile_report["remount_scores"] == {name: hostile_report["expected"][name] for name in REMOUNT_CHECK}
 
@@ -82,6 +86,7 @@ def test_at_least_25_hostile_programs():
     assert len(CASES) - 1 >= 25
 
 
+@pytest.mark.slow
 def test_nothing_left_behind_and_nothing_escaped(hostile_report):
     assert hostile_report["leftover_processes"] == []
     assert hostile_report["leftover_tmp"] == []
@@ -90,6 +95,7 @@ def test_nothing_left_behind_and_nothing_escaped(hostile_report):
     assert hostile_report["pool_still_works"] == "ok 1/1"
 
 
+@pytest.mark.slow
 def test_the_users_files_are_unchanged(hostile_report):
     # names, modes, owners, sizes, mtimes, ctimes and contents of the home, the checkout and the working directory
     assert hostile_report["files_checked"] >= len(FAKE_HOME) + 10
@@ -215,6 +221,7 @@ def test_the_users_directories_are_hidden_and_the_tree_is_read_only():
     assert sandbox.run(program, tests).passed == len(tests)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "command",
     [

@@ -32,6 +32,7 @@ FIELDS = (
 )
 
 
+@pytest.mark.slow
 def test_writes_summary_table_and_plots(compare_results):
     for name in ("summary.json", "settings.json", "summary.md"):
         assert (compare_results / name).stat().st_size > 0, name
@@ -56,6 +57,7 @@ def test_writes_summary_table_and_plots(compare_results):
     assert settings["versions"]["trl"] in table and "## Settings" in table
 
 
+@pytest.mark.slow
 def test_records_measured_costs_per_method(compare_results):
     records = {r["method"]: r for r in json.loads((compare_results / "summary.json").read_text())["runs"]}
     assert records["base"]["peak_memory_mb"] is None  # nothing trained, nothing to measure
@@ -88,6 +90,7 @@ def test_budget_and_curve_summaries():
     assert first_last([]) == (None, None)
 
 
+@pytest.mark.slow
 def test_the_code_comparison_writes_the_same_schema_plus_reward_costs(code_compare_results):
     records = {r["method"]: r for r in json.loads((code_compare_results / "summary.json").read_text())["runs"]}
     assert list(records) == ["base", *METHODS]
@@ -106,6 +109,7 @@ def test_the_code_comparison_writes_the_same_schema_plus_reward_costs(code_compa
     assert "sandbox programs/s" in (code_compare_results / "summary.md").read_text()
 
 
+@pytest.mark.slow
 def test_accuracy_against_compute_is_measured_at_each_checkpoint_on_validation(compare_results):
     summary = json.loads((compare_results / "summary.json").read_text())
     for run in summary["runs"][1:]:
@@ -181,6 +185,7 @@ def test_aggregates_over_seeds_match_a_hand_computation():
     assert methods["base"]["accuracy_ci95"] == [0.66, 0.74]  # one run: its own interval
 
 
+@pytest.mark.slow
 def test_sweep_writes_its_file_and_chooses_on_validation(tiny_world, tmp_path):
     import subprocess
     import sys

@@ -14,6 +14,7 @@ from studies.memory.validation import METHODS, PUBLISHED, estimated_parts, table
 from tests.conftest import REPO_ROOT
 
 
+@pytest.mark.slow
 def test_estimator_stays_within_25_percent_of_the_measured_peak_at_the_small_size(tmp_path):
     out = tmp_path / "memory"
     result = subprocess.run(
