@@ -19,6 +19,9 @@ RSS_BEFORE_MODEL_MB = rss_mb()
 
 # Seconds, calls and completions spent in each reward function during training (TimedReward), for cost.json.
 REWARD_TIME: dict[str, dict[str, float]] = {}
+# Each reward's scores since the last logged step, so every trainer's metrics.jsonl has `rewards/<name>/mean` (GRPO
+# logs it itself; PPO logs only the weighted total).
+REWARD_SCORES: dict[str, list[float]] = {}
 
 
 class TimedReward:
@@ -37,19 +40,26 @@ class TimedReward:
         spent["seconds"] += time.perf_counter() - start
         spent["calls"] += 1
         spent["completions"] += len(completions)
+        REWARD_SCORES.setdefault(self.__name__, []).extend(score for score in scores if score is not None)
         return scores
 
 
 class MetricsLogger(TrainerCallback):
-    """Every logged row, as one JSON line of <output_dir>/metrics.jsonl (rank 0)."""
+    """Every logged row, as one JSON line of <output_dir>/metrics.jsonl (rank 0), with each reward's mean since the
+    last row where the trainer does not log it."""
 
     def __init__(self, output_dir: str):
         self.path = Path(output_dir) / "metrics.jsonl"
 
     def on_log(self, args, state, control, logs=None, **kwargs):
+        scored = {
+            f"rewards/{name}/mean": sum(scores) / len(scores) for name, scores in REWARD_SCORES.items() if scores
+        }
+        REWARD_SCORES.clear()
         if state.is_world_process_zero and logs:
+            row = {"step": state.global_step, **{k: v for k, v in scored.items() if k not in logs}, **logs}
             with open(self.path, "a") as fh:
-                fh.write(json.dumps({"step": state.global_step, **logs}) + "\n")
+                fh.write(json.dumps(row) + "\n")
 
 
 class StopOnSigterm(TrainerCallback):
@@ -93,6 +103,7 @@ class CostMeter(TrainerCallback):
             self.meter.__enter__()
         self.start = time.time()
         REWARD_TIME.clear()
+        REWARD_SCORES.clear()
         self.trainable = sum(p.numel() for p in model.parameters() if p.requires_grad) if model else None
         # a loaded base model carries its quantizer; PEFT wrappers only forward the attribute lookups
         self.bases = (

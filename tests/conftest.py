@@ -3,11 +3,14 @@ from pathlib import Path
 
 import pytest
 
+from core.library_noise import quiet
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).parent / "fixtures"
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+quiet()  # as every entry point does: tests that import the libraries directly see the same output
 
 
 @pytest.fixture(scope="session")

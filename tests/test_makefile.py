@@ -1,6 +1,7 @@
 """The Makefile: `make help` lists every target, one variable per flag, and targets print no library noise."""
 
 import json
+import os
 import re
 import subprocess
 
@@ -14,12 +15,15 @@ NOISE = ("kernels-community", "TRLExperimentalWarning", "experimental", "is_grad
 
 
 def make(*args: str, timeout: int = 600) -> subprocess.CompletedProcess:
+    # without what tests/conftest.py silences in this process: the targets must do it themselves
+    env = {k: v for k, v in os.environ.items() if k != "TRL_EXPERIMENTAL_SILENCE"}
     return subprocess.run(
         ["make", "--no-print-directory", "--silent", *args],
         cwd=REPO_ROOT,
         capture_output=True,
         text=True,
         timeout=timeout,
+        env=env,
     )
 
 

@@ -61,6 +61,11 @@ def test_two_steps_with_a_rule_based_reward_and_a_4bit_critic(tiny_world, tmp_pa
     assert_run_summary(out, "ppo", capsys.readouterr().out)
     rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     assert all(0.0 <= row["objective/scores"] <= 1.0 for row in rows if "objective/scores" in row)
+    # PPO logs only the weighted total; the recipe logs each reward's own mean beside it (one reward: the same)
+    scored = [row for row in rows if "objective/scores" in row]
+    assert [row["rewards/math_accuracy/mean"] for row in scored] == pytest.approx(
+        [r["objective/scores"] for r in scored]
+    )
     assert (out / "checkpoint-2" / "value_model.safetensors").exists()
     assert_adapter_loads_and_generates(out, tiny_world / "model")
 
