@@ -62,6 +62,11 @@ def load_data(name: str, split: str = "train", config: str | None = None, requir
             dataset = datasets.load_dataset(name, config, split=split)
         except datasets.exceptions.DatasetNotFoundError as error:
             raise DataError(f"unknown dataset {name!r} (not a local file, not on the hub): {error}") from error
+        except ConnectionError as error:  # offline, or the hub unreachable: a local copy works everywhere
+            raise DataError(
+                f"dataset {name!r}: {error}; without the hub, give a local file (a .jsonl, .json, "
+                ".parquet or .csv path) instead"
+            ) from error
     require_columns(dataset, required_columns, name)
     return dataset
 

@@ -5,6 +5,7 @@ import torch
 from trl import ModelConfig, get_peft_config
 
 from core.data import load_data
+from core.errors import DataError
 from core.models import load_model, load_tokenizer
 from tests.conftest import FIXTURES
 
@@ -76,9 +77,11 @@ def test_parquet_and_missing_file_errors(tmp_path):
 
 
 def test_unknown_hub_dataset_is_an_error_not_a_hang(monkeypatch):
-    # Offline, a hub id that is not a local file must fail with the dataset's name in the message.
-    with pytest.raises(Exception, match="no-such-org/no-such-dataset"):
+    # Offline, a hub id that is not a local file must fail with the dataset's name in the message, in one line.
+    with pytest.raises(DataError, match="no-such-org/no-such-dataset"):
         load_data("no-such-org/no-such-dataset")
+    with pytest.raises(DataError, match="'openai/gsm8k': Couldn't reach 'openai/gsm8k'.*give a local file"):
+        load_data("openai/gsm8k", "test", "main")
 
 
 def test_world_json_records_the_build(tiny_world):
