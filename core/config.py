@@ -6,6 +6,8 @@ import sys
 import warnings
 from pathlib import Path
 
+import yaml
+
 from core.errors import one_line_errors
 
 
@@ -22,8 +24,14 @@ def parse_config(parser):
         # TRL 1.12's configs default the name transformers 5 deprecated (gradient_checkpointing=True), so every
         # config that does not set activation_checkpointing warns; only a user who wrote the old name is told.
         warnings.filterwarnings("ignore", message="`gradient_checkpointing` is deprecated", category=FutureWarning)
+    SOURCES.clear()
+    written = yaml.safe_load(Path(config).read_text()) if config else {}
+    SOURCES.update({key: config for key in written or {}})
+    SOURCES.update(
+        {arg[2:].split("=")[0].replace("-", "_"): "the command line" for arg in sys.argv if arg[:2] == "--"}
+    )
     try:
-        return parser.parse_args_and_config()
+        parsed = parser.parse_args_and_config()
     except ValueError as error:
         unknown = re.findall(r"'--([^']+)'", str(error))
         if not unknown:
@@ -32,6 +40,49 @@ def parse_config(parser):
         raise SystemExit(
             f"error in {config or 'command line'}: " + "; ".join(unknown_key(name, parser, where) for name in unknown)
         ) from error
+    check_settings(*parsed)
+    return parsed
+
+
+# Where each setting of this process's recipe came from: the config file's path or "the command line".
+SOURCES: dict[str, str] = {}
+# Settings that count something and must be positive where they are set.
+POSITIVE = (
+    "max_completion_length",
+    "max_prompt_length",
+    "max_length",
+    "max_new_tokens",
+    "response_length",
+    "num_generations",
+    "num_samples",
+    "per_device_train_batch_size",
+    "gradient_accumulation_steps",
+)
+
+
+def source_of(key: str) -> str:
+    return SOURCES.get(key, "the default")
+
+
+def check_settings(*configs) -> None:
+    """Values no run can use, in one line each naming the value and where it came from, before any model loads:
+    a learning rate <= 0, max_steps 0 (transformers would silently run a full epoch), a count or length <= 0."""
+    problems = []
+    for config in configs:
+        rate = getattr(config, "learning_rate", None)
+        if rate is not None and rate <= 0:
+            problems.append(f"learning_rate {rate:g} (from {source_of('learning_rate')}) must be > 0")
+        if getattr(config, "max_steps", None) == 0 and "max_steps" in SOURCES:
+            problems.append(
+                f"max_steps 0 (from {source_of('max_steps')}) would train a full epoch; give a positive "
+                "number of steps, or -1 to train num_train_epochs"
+            )
+        for key in POSITIVE:
+            value = getattr(config, key, None)
+            if isinstance(value, int | float) and not isinstance(value, bool) and value <= 0:
+                problems.append(f"{key} {value} (from {source_of(key)}) must be > 0")
+    if problems:
+        raise SystemExit("error: " + "; ".join(dict.fromkeys(problems)))
 
 
 def unknown_key(name: str, parser, where: str) -> str:

@@ -1,8 +1,12 @@
 """Loading the base model (4-bit NF4 through TRL's quantization helper, or full precision) and its tokenizer."""
 
+from pathlib import Path
+
 import torch
-from transformers import AutoModelForCausalLM, AutoTokenizer
+from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 from trl import ModelConfig, get_quantization_config
+
+from core.errors import UserError
 
 
 def resolve_dtype(model_args: ModelConfig) -> ModelConfig:
@@ -22,6 +26,44 @@ def check_4bit_supported(model_args: ModelConfig) -> None:
         raise RuntimeError(f"4-bit/8-bit loading requested, but bitsandbytes cannot be imported: {error}") from error
     if model_args.load_in_8bit and not torch.cuda.is_available():
         raise RuntimeError("load_in_8bit needs a CUDA GPU with this bitsandbytes; use load_in_4bit on CPU")
+
+
+def check_model(model_args: ModelConfig, source: str = "the command line") -> None:
+    """Before any weights load: the base model is a local model folder, or a hub id whose config the hub gives, and
+    bitsandbytes can run the requested quantization. One line naming the value and where it came from otherwise."""
+    name = model_args.model_name_or_path
+    where = f"model_name_or_path {name!r} (from {source})"
+    path = Path(name).expanduser()
+    if path.exists() or name.startswith((".", "/", "~")) or name.count("/") > 1:  # a path, not a hub id
+        if (path / "config.json").is_file():
+            check_4bit_supported(model_args)
+            return
+        if (path / "adapter_config.json").is_file():
+            raise UserError(f"{where} is a LoRA adapter, not a base model: give the base model it was trained on")
+        raise UserError(
+            f"{where} " + ("holds no config.json: not a model folder" if path.is_dir() else "does not exist")
+        )
+    try:
+        AutoConfig.from_pretrained(name, revision=model_args.model_revision)
+    except (OSError, ValueError) as error:
+        raise UserError(
+            f"{where}: not a local folder, and the hub gives no model config for it "
+            f"({str(error).splitlines()[0][:200]})"
+        ) from error
+    check_4bit_supported(model_args)
+
+
+def check_adapter(adapter: str) -> None:
+    """A LoRA adapter folder as the recipes save it; a run killed before its final save has only checkpoints."""
+    path = Path(adapter)
+    if (path / "adapter_config.json").is_file():
+        return
+    checkpoints = sorted(path.glob("checkpoint-*/adapter_config.json")) if path.is_dir() else []
+    hint = (
+        f"; its checkpoints hold adapters: {', '.join(str(c.parent) for c in checkpoints[-3:])}" if checkpoints else ""
+    )
+    state = "does not exist" if not path.exists() else "holds no adapter_config.json: not a LoRA adapter folder"
+    raise UserError(f"adapter {adapter} {state}{hint}")
 
 
 def model_kwargs(model_args: ModelConfig) -> dict:

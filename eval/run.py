@@ -23,7 +23,7 @@ from trl import ModelConfig
 
 from core.errors import UserError, one_line_errors
 from core.generation import generate
-from core.models import load_model, load_tokenizer
+from core.models import check_adapter, check_model, load_model, load_tokenizer
 from core.run_dir import library_versions
 from eval.custom_task import load_reward_task, score_samples
 from eval.tasks import TASKS, load_task_data, score
@@ -192,6 +192,9 @@ def main(argv=None):
                 raise SystemExit(str(error)) from error
     else:
         raise UserError("say what to evaluate: --task (" + ", ".join(sorted(TASKS)) + ") or --data with --rewards")
+    check_model(ModelConfig(model_name_or_path=args.model, load_in_4bit=args.load_in_4bit), "--model")
+    if args.adapter:
+        check_adapter(args.adapter)
     start = time.time()
     torch.manual_seed(args.seed)
     prompts = [task.messages(row) for row in rows]

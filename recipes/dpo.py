@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from trl import DPOConfig, DPOTrainer, ModelConfig, TrlParser, get_peft_config
 
 from core.callbacks import run_callbacks
-from core.config import parse_config
+from core.config import parse_config, source_of
 from core.data import load_data
-from core.models import check_4bit_supported, load_tokenizer, model_kwargs
+from core.models import check_model, load_tokenizer, model_kwargs
 from core.run_dir import resolve_run_dir, write_run_files
 from core.summary import finish_run
 
@@ -36,7 +36,7 @@ class ScriptArguments:
 
 
 def main(script_args: ScriptArguments, training_args: DPOConfig, model_args: ModelConfig):
-    check_4bit_supported(model_args)
+    check_model(model_args, source_of("model_name_or_path"))
     if not model_args.use_peft:
         raise SystemExit("this recipe trains LoRA adapters (use_peft: true): the reference is the adapter-less base")
 

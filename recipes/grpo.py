@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from trl import GRPOConfig, GRPOTrainer, ModelConfig, TrlParser, get_peft_config
 
 from core.callbacks import TimedReward, run_callbacks
-from core.config import parse_config
+from core.config import parse_config, source_of
 from core.data import (
     load_data,
     prompt_columns,
@@ -21,7 +21,7 @@ from core.data import (
     warn_unparseable_golds,
     with_code_test_columns,
 )
-from core.models import check_4bit_supported, load_tokenizer, model_kwargs
+from core.models import check_model, load_tokenizer, model_kwargs
 from core.run_dir import resolve_run_dir, write_run_files
 from core.summary import finish_run
 from rewards import SandboxUnavailable, get_reward_funcs, required_columns
@@ -75,7 +75,7 @@ def preflight(script_args: ScriptArguments, training_args: GRPOConfig, model_arg
         get_reward_funcs(script_args.reward_funcs, script_args.reward_kwargs)
     except (ValueError, SandboxUnavailable) as error:
         raise SystemExit(str(error)) from error
-    check_4bit_supported(model_args)
+    check_model(model_args, source_of("model_name_or_path"))
 
 
 def main(script_args: ScriptArguments, training_args: GRPOConfig, model_args: ModelConfig):

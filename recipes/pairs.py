@@ -17,7 +17,7 @@ from pathlib import Path
 import torch
 from trl import ModelConfig, TrlParser
 
-from core.config import parse_config
+from core.config import parse_config, source_of
 from core.data import (
     load_data,
     prompt_columns,
@@ -27,7 +27,7 @@ from core.data import (
     with_code_test_columns,
 )
 from core.generation import generate
-from core.models import load_model, load_tokenizer
+from core.models import check_model, load_model, load_tokenizer
 from rewards import SandboxUnavailable, get_reward_funcs, required_columns, weighted_sum
 
 
@@ -81,6 +81,7 @@ def main(args: PairsArguments, model_args: ModelConfig):
         raise SystemExit(f"reward_weights has {len(weights)} entries for {len(reward_funcs)} reward_funcs")
     if args.num_samples < 2:
         raise SystemExit(f"num_samples must be >= 2 to form a pair, got {args.num_samples}")
+    check_model(model_args, source_of("model_name_or_path"))
 
     # ----- data -----
     needed = [*prompt_columns(args.prompt_column, args.prompt_template), *required_columns(args.reward_funcs)]

@@ -18,7 +18,7 @@ from trl import ModelConfig, TrlParser, get_peft_config
 from trl.experimental.ppo import PPOConfig
 
 from core.callbacks import TimedReward, run_callbacks
-from core.config import parse_config
+from core.config import parse_config, source_of
 from core.data import (
     load_data,
     prompt_columns,
@@ -28,7 +28,7 @@ from core.data import (
     with_code_test_columns,
 )
 from core.errors import DataError
-from core.models import check_4bit_supported, load_model, load_tokenizer
+from core.models import check_model, load_model, load_tokenizer
 from core.ppo_trainer import ResumablePPOTrainer, RewardFunctionModel, load_value_model, prompts_per_update
 from core.run_dir import resolve_run_dir, write_run_files
 from core.summary import finish_run
@@ -77,7 +77,7 @@ def main(script_args: ScriptArguments, training_args: PPOConfig, model_args: Mod
             raise SystemExit(f"reward_weights has {len(weights)} entries for {len(reward_funcs)} reward_funcs")
     if not model_args.use_peft:
         raise SystemExit("this recipe trains LoRA adapters (use_peft: true): the reference is the adapter-less base")
-    check_4bit_supported(model_args)
+    check_model(model_args, source_of("model_name_or_path"))
 
     # ----- data -----
     needed = prompt_columns(script_args.prompt_column, script_args.prompt_template)

@@ -1,0 +1,85 @@
+"""Settings no run can use end in one line naming the value and where it came from, before any model loads."""
+
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import REPO_ROOT
+
+
+def run(*args: str, config: str = "recipes/configs/tiny/grpo.yaml", module: str = "recipes.grpo"):
+    return subprocess.run(
+        [sys.executable, "-m", module, "--config", config, *args],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--learning_rate", "0"], "error: learning_rate 0 (from the command line) must be > 0"),
+        (["--learning_rate=-1e-4"], "error: learning_rate -0.0001 (from the command line) must be > 0"),
+        (["--max_steps", "0"], "error: max_steps 0 (from the command line) would train a full epoch"),
+        (["--max_completion_length", "0"], "error: max_completion_length 0 (from the command line) must be > 0"),
+        (
+            ["--model_name_or_path", "artifacts/tiny/modl"],
+            "error: model_name_or_path 'artifacts/tiny/modl' (from the command line) does not exist",
+        ),
+        (
+            ["--model_name_or_path", "tests/fixtures"],
+            "error: model_name_or_path 'tests/fixtures' (from the command line) holds no config.json: not a model "
+            "folder",
+        ),
+    ],
+)
+def test_bad_settings_are_one_line_before_any_model_loads(tiny_world, args, message):
+    result = run(*args, "--output_dir", "/nonexistent/never-written")
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr[-2000:]
+    assert result.stderr.strip().splitlines()[-1].startswith(message)
+
+
+def test_a_yaml_value_is_named_with_its_file(tiny_world, tmp_path):
+    config = tmp_path / "zero.yaml"
+    config.write_text(
+        (REPO_ROOT / "recipes/configs/tiny/dpo.yaml").read_text().replace("learning_rate:", "learning_rate: 0.0 #")
+    )
+    result = run(config=str(config), module="recipes.dpo")
+    assert result.stderr.strip().splitlines()[-1] == f"error: learning_rate 0 (from {config}) must be > 0"
+
+
+def test_an_adapter_is_not_a_base_model_and_eval_names_a_missing_adapter(tiny_world, tmp_path):
+    adapter = tmp_path / "run"
+    (adapter / "checkpoint-4").mkdir(parents=True)
+    (adapter / "checkpoint-4" / "adapter_config.json").write_text("{}")
+    result = run("--model_name_or_path", str(adapter / "checkpoint-4"))
+    assert (
+        result.stderr.strip()
+        .splitlines()[-1]
+        .endswith("is a LoRA adapter, not a base model: give the base model it was trained on")
+    )
+    evaluated = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "eval.run",
+            "--model",
+            "artifacts/tiny/model",
+            "--task",
+            "tiny",
+            "--adapter",
+            str(adapter),
+        ],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert evaluated.returncode == 1 and "Traceback" not in evaluated.stderr
+    assert evaluated.stderr.strip().splitlines()[-1] == (
+        f"error: adapter {adapter} holds no adapter_config.json: not a LoRA adapter folder; its checkpoints hold "
+        f"adapters: {adapter / 'checkpoint-4'}"
+    )
