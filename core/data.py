@@ -1,6 +1,7 @@
 """Datasets from the hub or a local file (compressed or not), the checks on their columns, and the prompts built
 from their rows; everything here runs before any model is loaded."""
 
+import json
 import os
 import string
 from pathlib import Path
@@ -32,9 +33,13 @@ def is_local_dataset(name: str) -> bool:
     return local_format(Path(name)) is not None or os.path.sep in name and Path(name).exists()
 
 
-def load_data(name: str, split: str = "train", config: str | None = None, required_columns=()):
+def load_data(
+    name: str, split: str = "train", config: str | None = None, required_columns=(), drop_incomplete: bool = False
+):
     """A dataset split from a local JSONL/JSON/Parquet/CSV file (also .gz/.bz2/.xz/.zst/.lz4-compressed) or folder,
-    or from the hub by id."""
+    or from the hub by id; checked before any model loads: readable (`check_data_file`), the required columns
+    there, not empty, and no row with a missing or empty required value (`check_rows`; dropped with a count when
+    `drop_incomplete`)."""
     import datasets
 
     if is_local_dataset(name):
@@ -56,6 +61,8 @@ def load_data(name: str, split: str = "train", config: str | None = None, requir
         split_files = [f for f in files if f.name.startswith(split)] if path.is_dir() else files
         if not split_files:
             raise MissingDataFile(f"dataset directory {name} has no file for split {split!r}")
+        for file in split_files:
+            check_data_file(file)
         dataset = datasets.load_dataset(builder, data_files=[str(f) for f in split_files], split="train")
     else:
         try:
@@ -68,7 +75,96 @@ def load_data(name: str, split: str = "train", config: str | None = None, requir
                 ".parquet or .csv path) instead"
             ) from error
     require_columns(dataset, required_columns, name)
-    return dataset
+    if len(dataset) == 0:
+        raise DataError(f"dataset {name} (split {split!r}) has no rows")
+    return check_rows(dataset, required_columns, name, drop_incomplete)
+
+
+def check_data_file(path: Path) -> None:
+    """A local data file as the loaders will read it, in one line naming the file, the line and what is wrong: UTF-8
+    text, not empty, and for JSON one object per non-blank line (a .json file may instead hold one array of
+    objects)."""
+    import fsspec
+
+    if local_format(path) == "parquet":
+        return
+    with fsspec.open(str(path), "rb", compression="infer") as fh:
+        raw_lines = fh.read().split(b"\n")
+    lines = []
+    for number, raw in enumerate(raw_lines, 1):
+        try:
+            lines.append(raw.decode("utf-8"))
+        except UnicodeDecodeError as error:
+            raise DataError(
+                f"{path}, line {number}: not UTF-8 text (byte {error.start + 1} of the line is "
+                f"{raw[error.start : error.start + 1]!r}); save the file as UTF-8"
+            ) from error
+    if not any(line.strip() for line in lines):
+        raise DataError(f"{path}: empty (no rows)")
+    if local_format(path) != "json":
+        return
+    if path.name.endswith((".json", *(f".json{c}" for c in COMPRESSIONS))):
+        try:
+            whole = json.loads("\n".join(lines))
+        except json.JSONDecodeError:
+            whole = None  # JSON lines in a .json file: read line by line below
+        if isinstance(whole, list | dict):
+            return
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise DataError(f"{path}, line {number}: not JSON ({error.msg} at column {error.colno})") from error
+        if not isinstance(row, dict):
+            raise DataError(f"{path}, line {number}: a JSON {type(row).__name__}, not an object of columns")
+
+
+def is_missing(value) -> bool:
+    """None, an empty or blank string, an empty list: no value to prompt with or score against."""
+    return value is None or (isinstance(value, str) and not value.strip()) or (isinstance(value, list) and not value)
+
+
+def check_rows(dataset, columns, source: str, drop: bool = False):
+    """Rows whose prompt or gold columns are missing or empty: refused, counted, with their row numbers; or, when
+    the user asks (`drop_incomplete_rows`), dropped with a count."""
+    bad: dict[int, list[str]] = {}
+    for column in columns:
+        for index, value in enumerate(dataset[column]):
+            if is_missing(value):
+                bad.setdefault(index, []).append(column)
+    if not bad:
+        return dataset
+    rows = sorted(bad)
+    examples = ", ".join(f"row {i + 1} ({'/'.join(bad[i])})" for i in rows[:5]) + (", ..." if len(rows) > 5 else "")
+    if not drop:
+        raise DataError(
+            f"dataset {source}: {len(rows)} of {len(dataset)} rows have a missing or empty value: "
+            f"{examples}; fix them, or drop them with drop_incomplete_rows: true"
+        )
+    print(f"dropped {len(rows)} of {len(dataset)} rows of {source} with a missing or empty value: {examples}")
+    return dataset.select([i for i in range(len(dataset)) if i not in bad])
+
+
+def fit_prompts(prompt_lengths: list[int], limit: int | None, source: str, truncate: bool = False) -> list[int]:
+    """Rows whose prompt (in tokens, chat template included) leaves no room for the completion within the model's
+    positions: refused with their row numbers, or, when the user asks (`truncate_long_prompts`), the number of
+    tokens each must lose (0 for the rest).
+
+    >>> fit_prompts([10, 50, 20], 40, "d.jsonl", truncate=True)
+    [0, 10, 0]
+    """
+    if limit is None:
+        return [0] * len(prompt_lengths)
+    over = [(i, n) for i, n in enumerate(prompt_lengths) if n > limit]
+    if over and not truncate:
+        examples = ", ".join(f"row {i + 1} ({n} tokens)" for i, n in over[:5]) + (", ..." if len(over) > 5 else "")
+        raise DataError(
+            f"dataset {source}: {len(over)} prompt(s) longer than the {limit} tokens the model has room "
+            f"for: {examples}; shorten them, or cut them with truncate_long_prompts: true"
+        )
+    return [max(0, n - limit) for n in prompt_lengths]
 
 
 def require_columns(dataset, columns, source: str) -> None:
@@ -133,3 +229,30 @@ def prompt_columns(prompt_column: str, prompt_template: str | None = None) -> li
 def prompt_messages(question: str, system_prompt: str | None) -> list[dict]:
     messages = [{"role": "system", "content": system_prompt}] if system_prompt else []
     return messages + [{"role": "user", "content": question}]
+
+
+def fit_prompt_list(prompts: list, tokenizer, limit: int | None, source: str, truncate: bool = False) -> list:
+    """`fit_prompts` on chat prompts (lists of messages): refused, or each long prompt's last message cut from its
+    start (the end, where the question usually is, stays) by the tokens it must lose."""
+    lengths = [
+        len(tokenizer.apply_chat_template(m, add_generation_prompt=True, tokenize=True, return_dict=False))
+        for m in prompts
+    ]
+    cuts = fit_prompts(lengths, limit, source, truncate)
+    if not any(cuts):
+        return prompts
+    print(f"truncated {sum(1 for c in cuts if c)} prompt(s) of {source} to {limit} tokens")
+    fitted = []
+    for messages, cut in zip(prompts, cuts, strict=True):
+        messages = [dict(m) for m in messages]
+        ids = tokenizer(messages[-1]["content"], add_special_tokens=False)["input_ids"]
+        messages[-1]["content"] = tokenizer.decode(ids[cut:]) if cut else messages[-1]["content"]
+        fitted.append(messages)
+    return fitted
+
+
+def fit_prompt_column(dataset, tokenizer, limit: int | None, source: str, truncate: bool = False, column="prompt"):
+    """`fit_prompt_list` on a dataset column of chat messages."""
+    prompts = dataset[column]
+    fitted = fit_prompt_list(prompts, tokenizer, limit, source, truncate)
+    return dataset if fitted is prompts else dataset.remove_columns(column).add_column(column, fitted)

@@ -53,6 +53,12 @@ def check_model(model_args: ModelConfig, source: str = "the command line") -> No
     check_4bit_supported(model_args)
 
 
+def max_positions(model_args: ModelConfig) -> int | None:
+    """The positions the model was built for (its config's max_position_embeddings), if it says."""
+    config = AutoConfig.from_pretrained(model_args.model_name_or_path, revision=model_args.model_revision)
+    return getattr(config, "max_position_embeddings", None)
+
+
 def check_adapter(adapter: str) -> None:
     """A LoRA adapter folder as the recipes save it; a run killed before its final save has only checkpoints."""
     path = Path(adapter)

@@ -58,6 +58,7 @@ def load_reward_task(
     pass_threshold: float | None = None,
     split: str = "train",
     limit: int | None = None,
+    drop_incomplete: bool = False,
 ) -> tuple[RewardTask, list[dict]]:
     """The task and its rows, checked before any model loads: the rewards resolve (and the sandbox can isolate code),
     the weights match them, and the data has the prompt's columns and every column the rewards read."""
@@ -71,7 +72,7 @@ def load_reward_task(
     if len(weights) != len(funcs):
         raise UserError(f"reward weights: {len(weights)} for {len(funcs)} rewards {reward_names}")
     needed = [*prompt_columns(prompt_column, prompt_template), *required_columns(reward_names)]
-    dataset = load_data(data, split, required_columns=needed)
+    dataset = load_data(data, split, required_columns=needed, drop_incomplete=drop_incomplete)
     if limit:
         dataset = dataset.select(range(min(limit, len(dataset))))
     warn_unparseable_golds(dataset, reward_names, data)

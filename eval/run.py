@@ -21,9 +21,10 @@ from pathlib import Path
 import torch
 from trl import ModelConfig
 
+from core.data import fit_prompt_list
 from core.errors import UserError, one_line_errors
 from core.generation import generate
-from core.models import check_adapter, check_model, load_model, load_tokenizer
+from core.models import check_adapter, check_model, load_model, load_tokenizer, max_positions
 from core.run_dir import library_versions
 from eval.custom_task import load_reward_task, score_samples
 from eval.tasks import TASKS, load_task_data, score
@@ -148,6 +149,16 @@ def main(argv=None):
     )
     parser.add_argument("--split", default="train", help="with --rewards: the dataset split")
     parser.add_argument("--limit", type=int)
+    parser.add_argument(
+        "--drop_incomplete_rows",
+        action="store_true",
+        help="drop rows with a missing or empty prompt or gold column (else refused)",
+    )
+    parser.add_argument(
+        "--truncate_long_prompts",
+        action="store_true",
+        help="cut prompts longer than the model has room for (else refused)",
+    )
     parser.add_argument("--k", type=int, default=1, help="samples per problem; >1 reports pass@k")
     parser.add_argument("--temperature", type=float, help="default 0 (greedy) for k=1, 0.8 for k>1")
     parser.add_argument("--max_new_tokens", type=int)
@@ -179,11 +190,12 @@ def main(argv=None):
             args.pass_threshold,
             args.split,
             args.limit,
+            args.drop_incomplete_rows,
         )
         task_name, max_new_tokens = task.name, args.max_new_tokens or DEFAULT_MAX_NEW_TOKENS
     elif args.task:
         task = TASKS[args.task]
-        rows = load_task_data(task, args.data, args.limit)
+        rows = load_task_data(task, args.data, args.limit, args.drop_incomplete_rows)
         task_name, max_new_tokens = args.task, args.max_new_tokens or task.max_new_tokens
         if task.kind == "code":
             try:
@@ -192,12 +204,20 @@ def main(argv=None):
                 raise SystemExit(str(error)) from error
     else:
         raise UserError("say what to evaluate: --task (" + ", ".join(sorted(TASKS)) + ") or --data with --rewards")
-    check_model(ModelConfig(model_name_or_path=args.model, load_in_4bit=args.load_in_4bit), "--model")
+    model_args = ModelConfig(model_name_or_path=args.model, load_in_4bit=args.load_in_4bit)
+    check_model(model_args, "--model")
     if args.adapter:
         check_adapter(args.adapter)
+    positions = max_positions(model_args)
+    prompts = fit_prompt_list(
+        [task.messages(row) for row in rows],
+        load_tokenizer(ModelConfig(model_name_or_path=args.adapter or args.model)),
+        positions - max_new_tokens if positions else None,
+        args.data or task_name,
+        args.truncate_long_prompts,
+    )
     start = time.time()
     torch.manual_seed(args.seed)
-    prompts = [task.messages(row) for row in rows]
     if args.use_vllm:
         samples = generate_vllm(args.model, args.adapter, prompts, args.k, temperature, max_new_tokens)
         model = tokenizer = None

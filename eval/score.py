@@ -14,6 +14,7 @@ import json
 from collections import Counter
 from pathlib import Path
 
+from core.data import check_data_file, is_missing
 from core.errors import UserError, one_line_errors
 from rewards import call_reward, get_reward_funcs, required_columns
 from rewards.code import extract_program, require_code_tests, run_row_tests
@@ -46,35 +47,42 @@ def explain(name: str, rows: list[dict]) -> list[tuple[float | None, str]]:
     return [(score, "") for score in call_reward(func, completions, row_labels=labels, **columns)]
 
 
-def read_lines(path: str) -> list[str]:
-    """The lines of a text file as distributed, compressed or not: decompressed by the extension through fsspec,
-    as `datasets` does for the recipes and eval, so the same files load everywhere."""
+def read_rows(path: str) -> list[dict]:
+    """The rows of a JSON-lines file (or a .json array of objects) as distributed, compressed or not, checked as
+    training's data is (`core.data.check_data_file`: UTF-8, JSON, not empty; one line naming the line otherwise)."""
     import fsspec
 
     if not Path(path).is_file():
         raise UserError(f"no file {path}")
+    check_data_file(Path(path))
     with fsspec.open(path, "rt", compression="infer") as fh:
-        return fh.read().splitlines()
+        text = fh.read()
+    try:
+        whole = json.loads(text)
+    except json.JSONDecodeError:
+        whole = None  # JSON lines
+    if isinstance(whole, list) and all(isinstance(row, dict) for row in whole):
+        return whole
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
 def load_rows(path: str, names: list[str]) -> list[dict]:
-    rows = []
-    for i, line in enumerate(read_lines(path), 1):
-        if line.strip():
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError as error:
-                raise UserError(f"{path}, line {i}: not JSON ({error})") from error
-    if not rows:
-        raise UserError(f"{path}: no rows")
+    rows = read_rows(path)
     for i, row in enumerate(rows, 1):
         needed = ["completion", *required_columns(names)]
         missing = [c for c in needed if c not in row]
         if missing:
-            raise UserError(f"{path}, line {i}: missing key(s) {missing}; has {sorted(row)}")
+            raise UserError(f"{path}, row {i}: missing key(s) {missing}; has {sorted(row)}")
+        empty = [c for c in needed if is_missing(row[c])]
+        if empty:
+            raise UserError(f"{path}, row {i}: no value for {empty} (null or empty)")
+        if not isinstance(row["completion"], str | list):
+            raise UserError(
+                f"{path}, row {i}: completion is a {type(row['completion']).__name__}, not text or a list of messages"
+            )
         if "code_tests" in names:
             try:
-                require_code_tests(row, f"{path}, line {i}")
+                require_code_tests(row, f"{path}, row {i}")
             except ValueError as error:
                 raise UserError(str(error)) from error
     return rows

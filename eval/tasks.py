@@ -90,13 +90,16 @@ TASKS = {
 }
 
 
-def load_task_data(task: Task, data: str | None = None, limit: int | None = None):
-    """Rows of the task from `data` (a local file in the task's format) or from the hub."""
+def load_task_data(task: Task, data: str | None = None, limit: int | None = None, drop_incomplete: bool = False):
+    """Rows of the task from `data` (a local file in the task's format) or from the hub, checked as training's data
+    is (`core.data.load_data`)."""
     source = data or task.default_data
     if source:
-        rows = load_data(source, required_columns=task.columns)
+        rows = load_data(source, required_columns=task.columns, drop_incomplete=drop_incomplete)
     elif task.hub_id:
-        rows = load_data(task.hub_id, task.split, task.hub_config, required_columns=task.columns)
+        rows = load_data(
+            task.hub_id, task.split, task.hub_config, required_columns=task.columns, drop_incomplete=drop_incomplete
+        )
     else:
         raise ValueError(f"task {task.name} needs --data (a local file)")
     if limit:

@@ -14,6 +14,7 @@ from trl import GRPOConfig, GRPOTrainer, ModelConfig, TrlParser, get_peft_config
 from core.callbacks import TimedReward, run_callbacks
 from core.config import parse_config, source_of
 from core.data import (
+    fit_prompt_column,
     load_data,
     prompt_columns,
     prompt_messages,
@@ -21,7 +22,7 @@ from core.data import (
     warn_unparseable_golds,
     with_code_test_columns,
 )
-from core.models import check_model, load_tokenizer, model_kwargs
+from core.models import check_model, load_tokenizer, max_positions, model_kwargs
 from core.run_dir import resolve_run_dir, write_run_files
 from core.summary import finish_run
 from rewards import SandboxUnavailable, get_reward_funcs, required_columns
@@ -44,6 +45,12 @@ class ScriptArguments:
     max_train_samples: int | None = None
     reward_funcs: list[str] = field(default_factory=lambda: ["math_accuracy"])
     reward_kwargs: dict = field(default_factory=dict, metadata={"help": "reward name -> keyword arguments"})
+    drop_incomplete_rows: bool = field(
+        default=False, metadata={"help": "drop rows whose prompt or gold columns are missing or empty (else refused)"}
+    )
+    truncate_long_prompts: bool = field(
+        default=False, metadata={"help": "cut prompts longer than the model has room for (else refused)"}
+    )
     profile: str = "tiny"
     measure_tensor_memory: bool = field(
         default=False,
@@ -87,7 +94,11 @@ def main(script_args: ScriptArguments, training_args: GRPOConfig, model_args: Mo
         *required_columns(script_args.reward_funcs),
     ]
     dataset = load_data(
-        script_args.dataset_name, script_args.dataset_train_split, script_args.dataset_config, required_columns=needed
+        script_args.dataset_name,
+        script_args.dataset_train_split,
+        script_args.dataset_config,
+        required_columns=needed,
+        drop_incomplete=script_args.drop_incomplete_rows,
     )
     if script_args.max_train_samples:
         dataset = dataset.select(range(min(script_args.max_train_samples, len(dataset))))
@@ -100,6 +111,9 @@ def main(script_args: ScriptArguments, training_args: GRPOConfig, model_args: Mo
             )
         }
     )
+    tokenizer = load_tokenizer(model_args)
+    room = max_positions(model_args) - training_args.max_completion_length if max_positions(model_args) else None
+    dataset = fit_prompt_column(dataset, tokenizer, room, script_args.dataset_name, script_args.truncate_long_prompts)
 
     # ----- rewards -----
     reward_funcs = [TimedReward(f) for f in get_reward_funcs(script_args.reward_funcs, script_args.reward_kwargs)]
@@ -107,7 +121,6 @@ def main(script_args: ScriptArguments, training_args: GRPOConfig, model_args: Mo
     # ----- model -----
     resume = resolve_run_dir(training_args, "grpo", script_args.profile)
     training_args.model_init_kwargs = model_kwargs(model_args)
-    tokenizer = load_tokenizer(model_args)
 
     # ----- trainer -----
     trainer = GRPOTrainer(

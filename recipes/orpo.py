@@ -27,6 +27,10 @@ class ScriptArguments:
     dataset_config: str | None = None
     dataset_train_split: str = "train"
     max_train_samples: int | None = None
+    drop_incomplete_rows: bool = field(
+        default=False,
+        metadata={"help": "drop rows whose prompt, chosen or rejected is missing or empty (else refused)"},
+    )
     profile: str = "tiny"
     measure_tensor_memory: bool = field(
         default=False,
@@ -47,6 +51,7 @@ def main(script_args: ScriptArguments, training_args: ORPOConfig, model_args: Mo
         script_args.dataset_train_split,
         script_args.dataset_config,
         required_columns=["prompt", "chosen", "rejected"],
+        drop_incomplete=script_args.drop_incomplete_rows,
     )
     if script_args.max_train_samples:
         dataset = dataset.select(range(min(script_args.max_train_samples, len(dataset))))

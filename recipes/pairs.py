@@ -19,6 +19,7 @@ from trl import ModelConfig, TrlParser
 
 from core.config import parse_config, source_of
 from core.data import (
+    fit_prompt_column,
     load_data,
     prompt_columns,
     prompt_messages,
@@ -27,7 +28,7 @@ from core.data import (
     with_code_test_columns,
 )
 from core.generation import generate
-from core.models import check_model, load_model, load_tokenizer
+from core.models import check_model, load_model, load_tokenizer, max_positions
 from rewards import SandboxUnavailable, get_reward_funcs, required_columns, weighted_sum
 
 
@@ -56,6 +57,12 @@ class PairsArguments:
     batch_size: int = 64
     min_margin: float = 0.5
     seed: int = 0
+    drop_incomplete_rows: bool = field(
+        default=False, metadata={"help": "drop rows whose prompt or gold columns are missing or empty (else refused)"}
+    )
+    truncate_long_prompts: bool = field(
+        default=False, metadata={"help": "cut prompts longer than the model has room for (else refused)"}
+    )
     profile: str = "tiny"
 
 
@@ -85,22 +92,29 @@ def main(args: PairsArguments, model_args: ModelConfig):
 
     # ----- data -----
     needed = [*prompt_columns(args.prompt_column, args.prompt_template), *required_columns(args.reward_funcs)]
-    dataset = load_data(args.dataset_name, args.dataset_train_split, args.dataset_config, needed)
+    dataset = load_data(
+        args.dataset_name, args.dataset_train_split, args.dataset_config, needed, args.drop_incomplete_rows
+    )
     if args.max_prompts:
         dataset = dataset.select(range(min(args.max_prompts, len(dataset))))
     warn_unparseable_golds(dataset, args.reward_funcs, args.dataset_name)
     dataset = with_code_test_columns(dataset, args.reward_funcs, args.dataset_name)
+    gold_columns = [c for c in dataset.column_names if c != args.prompt_column]
+    tokenizer = load_tokenizer(model_args)
+    dataset = dataset.map(
+        lambda row: {
+            "messages": prompt_messages(prompt_text(row, args.prompt_column, args.prompt_template), args.system_prompt)
+        }
+    )
+    room = max_positions(model_args) - args.max_new_tokens if max_positions(model_args) else None
+    dataset = fit_prompt_column(dataset, tokenizer, room, args.dataset_name, args.truncate_long_prompts, "messages")
 
     # ----- model -----
     torch.manual_seed(args.seed)
     model = load_model(model_args)
-    tokenizer = load_tokenizer(model_args)
 
     # ----- sample and score -----
-    prompts = [
-        prompt_messages(prompt_text(row, args.prompt_column, args.prompt_template), args.system_prompt)
-        for row in dataset
-    ]
+    prompts = dataset["messages"]
     samples = generate(
         model,
         tokenizer,
@@ -110,7 +124,6 @@ def main(args: PairsArguments, model_args: ModelConfig):
         temperature=args.temperature,
         num_return_sequences=args.num_samples,
     )
-    gold_columns = [c for c in dataset.column_names if c != args.prompt_column]
     rows = []
     for prompt, completions, gold in zip(prompts, samples, dataset, strict=True):
         columns = {c: [gold[c]] * len(completions) for c in gold_columns}

@@ -20,6 +20,7 @@ from trl.experimental.ppo import PPOConfig
 from core.callbacks import TimedReward, run_callbacks
 from core.config import parse_config, source_of
 from core.data import (
+    fit_prompt_column,
     load_data,
     prompt_columns,
     prompt_messages,
@@ -28,7 +29,7 @@ from core.data import (
     with_code_test_columns,
 )
 from core.errors import DataError
-from core.models import check_model, load_model, load_tokenizer
+from core.models import check_model, load_model, load_tokenizer, max_positions
 from core.ppo_trainer import ResumablePPOTrainer, RewardFunctionModel, load_value_model, prompts_per_update
 from core.run_dir import resolve_run_dir, write_run_files
 from core.summary import finish_run
@@ -54,6 +55,12 @@ class ScriptArguments:
     reward_weights: list[float] | None = None
     reward_kwargs: dict = field(default_factory=dict)
     use_reward_model: bool = field(default=False, metadata={"help": "score with reward_model_path, not functions"})
+    drop_incomplete_rows: bool = field(
+        default=False, metadata={"help": "drop rows whose prompt or gold columns are missing or empty (else refused)"}
+    )
+    truncate_long_prompts: bool = field(
+        default=False, metadata={"help": "cut prompts longer than the model has room for (else refused)"}
+    )
     profile: str = "tiny"
     measure_tensor_memory: bool = field(
         default=False,
@@ -84,7 +91,11 @@ def main(script_args: ScriptArguments, training_args: PPOConfig, model_args: Mod
     if not script_args.use_reward_model:
         needed += required_columns(script_args.reward_funcs)
     dataset = load_data(
-        script_args.dataset_name, script_args.dataset_train_split, script_args.dataset_config, required_columns=needed
+        script_args.dataset_name,
+        script_args.dataset_train_split,
+        script_args.dataset_config,
+        required_columns=needed,
+        drop_incomplete=script_args.drop_incomplete_rows,
     )
     if script_args.max_train_samples:
         dataset = dataset.select(range(min(script_args.max_train_samples, len(dataset))))
@@ -100,18 +111,26 @@ def main(script_args: ScriptArguments, training_args: PPOConfig, model_args: Mod
         dataset = with_code_test_columns(dataset, script_args.reward_funcs, script_args.dataset_name)
     tokenizer = load_tokenizer(model_args)
     tokenizer.padding_side = "left"  # PPO generates from left-padded queries
-
-    def tokenize(row):
-        text = prompt_text(row, script_args.prompt_column, script_args.prompt_template)
-        messages = prompt_messages(text, script_args.system_prompt)
-        return {
-            "input_ids": tokenizer.apply_chat_template(
-                messages, add_generation_prompt=True, tokenize=True, return_dict=False
+    gold_columns = [c for c in dataset.column_names if c != script_args.prompt_column]
+    dataset = dataset.map(
+        lambda row: {
+            "messages": prompt_messages(
+                prompt_text(row, script_args.prompt_column, script_args.prompt_template), script_args.system_prompt
             )
         }
-
-    gold_columns = [c for c in dataset.column_names if c != script_args.prompt_column]
-    train_dataset = dataset.map(tokenize, remove_columns=dataset.column_names)
+    )
+    room = max_positions(model_args) - training_args.response_length if max_positions(model_args) else None
+    dataset = fit_prompt_column(
+        dataset, tokenizer, room, script_args.dataset_name, script_args.truncate_long_prompts, column="messages"
+    )
+    train_dataset = dataset.map(
+        lambda row: {
+            "input_ids": tokenizer.apply_chat_template(
+                row["messages"], add_generation_prompt=True, tokenize=True, return_dict=False
+            )
+        },
+        remove_columns=dataset.column_names,
+    )
 
     # ----- rewards -----
     if script_args.use_reward_model:

@@ -170,8 +170,14 @@ def direct_verify(completion: str, gold: str) -> bool:
 def unparseable_golds(answers) -> list[tuple[int, str]]:
     """(index, gold) of every gold answer math_accuracy cannot parse (it scores their samples None), for the
     data checks of the recipes, `make score` and `make eval`."""
-    results = pool().map("rewards.math.gold_parses", [[str(a)] for a in answers], timeout=TIMEOUT_SECONDS)
+    results = pool().map("rewards.math.gold_parses", [[_gold_text(a)] for a in answers], timeout=TIMEOUT_SECONDS)
     return [(i, str(a)) for i, (a, ok) in enumerate(zip(answers, results, strict=True)) if ok is not True]
+
+
+def _gold_text(gold) -> str:
+    """A missing gold (None, a JSON null) stays empty, so it never parses: never the text "None" that a completion
+    saying "None" would match."""
+    return "" if gold is None else str(gold)
 
 
 def gold_parses(gold: str) -> bool:
@@ -180,7 +186,7 @@ def gold_parses(gold: str) -> bool:
 
 def check_answers(completions, answer) -> list[tuple[float | None, str | None, str]]:
     """(score, extracted answer, reason) per completion; reasons include "timeout" and "memory limit"."""
-    items = [[completion_text(c), str(gold)] for c, gold in zip(completions, answer, strict=True)]
+    items = [[completion_text(c), _gold_text(gold)] for c, gold in zip(completions, answer, strict=True)]
     results = pool().map("rewards.math.verify_answer", items, timeout=TIMEOUT_SECONDS)
     return [tuple(r) if isinstance(r, list) else (0.0, None, r) for r in results]
 
