@@ -1,9 +1,12 @@
 """What every recipe's trainer reports while it trains: metrics.jsonl, cost.json (memory, time, reward time),
-checkpoints.jsonl, and a graceful stop on SIGTERM (save a checkpoint, then exit)."""
+checkpoints.jsonl (and the run's own checkpoint rotation), and a graceful stop on SIGTERM or Ctrl-C (save a
+checkpoint, then exit)."""
 
 import json
+import os
 import resource
 import signal
+import sys
 import time
 from pathlib import Path
 
@@ -11,6 +14,7 @@ import torch
 from transformers import PreTrainedModel, TrainerCallback
 
 from core.memory_meter import LiveTensorMeter, model_tensors, rss_mb
+from core.run_dir import RUN, record_checkpoint
 from rewards import call_reward
 
 # The runtime alone (Python, torch, transformers and, since the recipes import it first, TRL; no model yet): what a
@@ -62,15 +66,27 @@ class MetricsLogger(TrainerCallback):
                 fh.write(json.dumps(row) + "\n")
 
 
-class StopOnSigterm(TrainerCallback):
-    """SIGTERM (a scheduler's preemption, `kill`) saves a checkpoint at the end of the current step and exits."""
+class StopOnSignal(TrainerCallback):
+    """SIGTERM (a scheduler's preemption, `kill`) or Ctrl-C (SIGINT) saves a checkpoint at the end of the current
+    step, says where, and exits without a traceback; a second Ctrl-C stops at once, without saving."""
 
     def __init__(self):
-        self.requested = False
+        self.requested = None
         signal.signal(signal.SIGTERM, self._request)
+        signal.signal(signal.SIGINT, self._request)
 
     def _request(self, signum, frame):
-        self.requested = True
+        name = signal.Signals(signum).name
+        if self.requested == "SIGINT" and name == "SIGINT":
+            print("\nSIGINT again: stopping now, without saving", file=sys.stderr, flush=True)
+            os._exit(130)
+        self.requested = name
+        if name == "SIGINT":
+            print(
+                "\nSIGINT: saving a checkpoint at the end of this step (Ctrl-C again stops at once)",
+                file=sys.stderr,
+                flush=True,
+            )
 
     def on_step_end(self, args, state, control, **kwargs):
         if self.requested:
@@ -80,7 +96,10 @@ class StopOnSigterm(TrainerCallback):
 
     def on_save(self, args, state, control, **kwargs):
         if self.requested:  # PPO's loop ignores should_training_stop: leave once the checkpoint is on disk
-            raise SystemExit(f"SIGTERM: saved checkpoint-{state.global_step} in {args.output_dir}; stopping")
+            raise SystemExit(
+                f"{self.requested}: saved checkpoint-{state.global_step} in {args.output_dir}; stopping "
+                f"(resume with --resume_from_checkpoint latest --output_dir {args.output_dir})"
+            )
 
 
 class CostMeter(TrainerCallback):
@@ -101,7 +120,7 @@ class CostMeter(TrainerCallback):
             self.meter.track(model_tensors(model) if model else [])
             self.model_bytes, self.between_steps_bytes = self.meter.live_bytes, 0
             self.meter.__enter__()
-        self.start = time.time()
+        self.start = time.time() - RUN.get("train_seconds_before", 0.0)  # a resumed run's seconds go on counting
         REWARD_TIME.clear()
         REWARD_SCORES.clear()
         self.trainable = sum(p.numel() for p in model.parameters() if p.requires_grad) if model else None
@@ -129,6 +148,7 @@ class CostMeter(TrainerCallback):
         if state.is_world_process_zero:
             with open(self.output_dir / "checkpoints.jsonl", "a") as fh:
                 fh.write(json.dumps({"step": state.global_step, "train_seconds": time.time() - self.start}) + "\n")
+            record_checkpoint(self.output_dir, f"checkpoint-{state.global_step}")
 
     def on_train_end(self, args, state, control, **kwargs):
         if self.meter is not None:
@@ -169,4 +189,5 @@ class CostMeter(TrainerCallback):
 
 def run_callbacks(output_dir: str, measure_tensors: bool = False) -> list:
     """metrics.jsonl logging, cost.json (memory, time) and graceful SIGTERM for any transformers Trainer."""
-    return [MetricsLogger(output_dir), StopOnSigterm(), CostMeter(output_dir, measure_tensors)]
+    # CostMeter before StopOnSignal: the checkpoint a signal saves is recorded before the process leaves
+    return [MetricsLogger(output_dir), CostMeter(output_dir, measure_tensors), StopOnSignal()]

@@ -1,53 +1,188 @@
 """A run's folder: where it goes, which checkpoint a resume continues from, and the records written beside the
-adapter (the resolved config, library versions, the sandbox's isolation mode)."""
+adapter (the resolved config, library versions, the sandbox's isolation mode).
+
+A folder belongs to one run: run.json names the run and the checkpoints it wrote (rotation deletes only those), a
+lock (.lock) refuses a second run while one writes, a folder holding another run's files is refused unless the user
+asks to reuse it (its files then move to previous-<time>/, its checkpoints stay), and a resume cuts the run's
+records (metrics.jsonl, checkpoints.jsonl) back to the checkpoint it continues from.
+"""
 
 import dataclasses
+import fcntl
 import json
+import os
+import shutil
 import time
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 import yaml
 
+from core.errors import UserError
 from rewards.sandbox import isolation_record
+
+RECORD = "run.json"
+LOCK = ".lock"
+# What this process's run is: its record (run.json) once resolve_run_dir has claimed the folder.
+RUN: dict = {}
+_HELD_LOCKS = []  # open while the process lives: the kernel releases a flock when its holder dies, SIGKILL too
 
 
 def default_output_dir(method: str, profile: str) -> str:
-    return f"runs/{method}-{profile}-{time.strftime('%Y%m%d-%H%M%S')}"
+    base = f"runs/{method}-{profile}-{time.strftime('%Y%m%d-%H%M%S')}"
+    return next(
+        f"{base}{suffix}"
+        for suffix in ("", *(f"-{n}" for n in range(2, 1000)))
+        if not Path(f"{base}{suffix}").exists()
+    )
 
 
-def complete_checkpoints(output_dir: str | Path) -> list[Path]:
-    """checkpoint-N folders, oldest first; only those whose save finished (trainer_state.json is written last)."""
+def step_of(path: Path) -> int:
+    return int(path.name.split("-")[-1])
+
+
+def complete_checkpoints(output_dir: str | Path, notice: bool = False) -> list[Path]:
+    """checkpoint-N folders, oldest first, whose save finished and whose trainer_state.json (written last) reads;
+    with `notice`, one line for each one skipped."""
     output_dir = Path(output_dir)
     if not output_dir.is_dir():
         return []
-    found = [
-        p
-        for p in output_dir.glob("checkpoint-*")
-        if p.name.split("-")[-1].isdigit() and (p / "trainer_state.json").exists()
-    ]
-    return sorted(found, key=lambda p: int(p.name.split("-")[-1]))
+    complete = []
+    for path in sorted((p for p in output_dir.glob("checkpoint-*") if p.name.split("-")[-1].isdigit()), key=step_of):
+        try:
+            json.loads((path / "trainer_state.json").read_text())
+            complete.append(path)
+        except (OSError, ValueError) as error:
+            if notice:
+                print(f"notice: skipping {path}: its trainer_state.json is missing or unreadable ({error})")
+    return complete
 
 
-def resolve_run_dir(training_args, method: str, profile: str) -> str | None:
-    """Sets output_dir (runs/<method>-<profile>-<timestamp> unless given) and returns the checkpoint to resume.
+def is_main_process() -> bool:
+    return os.environ.get("RANK", "0") == "0"
 
-    `resume_from_checkpoint: latest` resumes the newest complete checkpoint of output_dir, or, when output_dir is
-    not given, of the newest runs/<method>-<profile>-* folder.
+
+def lock(folder: Path) -> None:
+    """Holds folder/.lock for the rest of this process: a second run into the folder is refused, naming the first."""
+    folder.mkdir(parents=True, exist_ok=True)
+    handle = open(folder / LOCK, "a+")  # noqa: SIM115 - held open for the process's lifetime
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError as error:
+        handle.seek(0)
+        raise UserError(
+            f"another run ({handle.read().strip() or 'unknown'}) is writing to {folder}; wait for it to "
+            "finish, or choose another output_dir"
+        ) from error
+    handle.seek(0)
+    handle.truncate()
+    handle.write(f"pid {os.getpid()}, started {time.strftime('%Y-%m-%d %H:%M:%S')}\n")
+    handle.flush()
+    _HELD_LOCKS.append(handle)
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.is_file() else []
+
+
+def rollback_records(folder: Path, step: int) -> float:
+    """Cuts metrics.jsonl and checkpoints.jsonl back to `step` (a resume redoes what came after, so nothing is
+    logged twice); returns the training seconds spent up to that checkpoint."""
+    for name in ("metrics.jsonl", "checkpoints.jsonl"):
+        rows = read_jsonl(folder / name)
+        kept = [row for row in rows if row.get("step", 0) <= step]
+        if len(kept) < len(rows):
+            (folder / name).write_text("".join(json.dumps(row) + "\n" for row in kept))
+    return max(
+        (row["train_seconds"] for row in read_jsonl(folder / "checkpoints.jsonl") if row["step"] == step), default=0.0
+    )
+
+
+def save_record(folder: Path) -> None:
+    if is_main_process():
+        (folder / RECORD).write_text(json.dumps(RUN, indent=2) + "\n")
+
+
+def resolve_run_dir(training_args, method: str, profile: str, reuse: bool = False) -> str | None:
+    """Sets output_dir (runs/<method>-<profile>-<timestamp> unless given), claims it for this run and returns the
+    checkpoint to resume.
+
+    `resume_from_checkpoint: latest` resumes the newest complete checkpoint of output_dir (skipping, with a notice,
+    any whose state is unreadable), or, when output_dir is not given, of the newest runs/<method>-<profile>-* folder.
+    Without a resume, a folder holding files is refused unless `reuse` (its files then move to previous-<time>/).
+    Checkpoint rotation is the run's own (`save_total_limit` is kept in run.json; transformers' is turned off).
     """
     resume = training_args.resume_from_checkpoint
     if training_args.output_dir in (None, "", "trainer_output"):
         runs = sorted(Path("runs").glob(f"{method}-{profile}-*")) if resume == "latest" else []
         training_args.output_dir = str(runs[-1]) if runs else default_output_dir(method, profile)
+    folder = Path(training_args.output_dir)
     if resume == "latest":
-        checkpoints = complete_checkpoints(training_args.output_dir)
+        checkpoints = complete_checkpoints(folder, notice=True)
         if not checkpoints:
-            raise SystemExit(f"resume_from_checkpoint=latest: no complete checkpoint in {training_args.output_dir}")
+            raise SystemExit(f"resume_from_checkpoint=latest: no complete checkpoint in {folder}")
         resume = str(checkpoints[-1])
     elif resume and not Path(resume).is_dir():
         raise SystemExit(f"resume_from_checkpoint: {resume} is not a directory")
     training_args.resume_from_checkpoint = resume
+    if is_main_process():
+        lock(folder)
+    record = json.loads((folder / RECORD).read_text()) if resume and (folder / RECORD).is_file() else {}
+    if resume:
+        step = step_of(Path(resume))
+        seconds = rollback_records(folder, step) if is_main_process() else 0.0
+        for stale in folder.glob(".saving-*"):  # a save this run did not finish
+            shutil.rmtree(stale, ignore_errors=True)
+        owned = record.get("checkpoints", [p.name for p in complete_checkpoints(folder)])
+        record |= {
+            "checkpoints": [c for c in owned if step_of(Path(c)) <= step],
+            "train_seconds_before": seconds,
+            "resumed_from": resume,
+        }
+    else:
+        others = sorted(p.name for p in folder.iterdir() if p.name != LOCK) if folder.is_dir() else []
+        if others and not reuse:
+            raise UserError(
+                f"output_dir {folder} already holds another run's files ({len(others)}: {', '.join(others[:4])}"
+                f"{', ...' if len(others) > 4 else ''}); choose another output_dir, resume it with "
+                "--resume_from_checkpoint latest, or pass --reuse_output_dir true to write beside them (its files "
+                "move to previous-<time>/, its checkpoints stay and are never deleted)"
+            )
+        if others and is_main_process():
+            previous = folder / f"previous-{time.strftime('%Y%m%d-%H%M%S')}"
+            previous.mkdir()
+            for name in others:
+                if (folder / name).is_file():
+                    (folder / name).rename(previous / name)
+            print(f"reusing {folder}: its files moved to {previous}; its checkpoints stay and are never deleted")
+        record = {"checkpoints": [], "train_seconds_before": 0.0}
+    RUN.clear()
+    RUN.update(
+        {
+            "method": method,
+            "started": time.strftime("%Y-%m-%d %H:%M:%S"),
+            **record,
+            "save_total_limit": record.get("save_total_limit", training_args.save_total_limit),
+        }
+    )
+    training_args.save_total_limit = None  # transformers would rotate any checkpoint-* of the folder: see RUN
+    save_record(folder)
     return resume
+
+
+def record_checkpoint(folder: Path, name: str) -> list[str]:
+    """Adds a checkpoint this run wrote to run.json and deletes its own oldest beyond the run's save_total_limit
+    (never one it did not write); returns the deleted names."""
+    RUN.setdefault("checkpoints", [])
+    if name not in RUN["checkpoints"]:
+        RUN["checkpoints"].append(name)
+    limit, deleted = RUN.get("save_total_limit"), []
+    while limit and len(RUN["checkpoints"]) > limit:
+        oldest = RUN["checkpoints"].pop(0)
+        shutil.rmtree(folder / oldest, ignore_errors=True)
+        deleted.append(oldest)
+    save_record(folder)
+    return deleted
 
 
 def library_versions() -> dict[str, str]:

@@ -18,6 +18,7 @@ from core.data import load_data
 from core.models import check_model, load_tokenizer, model_kwargs
 from core.run_dir import resolve_run_dir, write_run_files
 from core.summary import finish_run
+from core.trainers import atomic
 
 
 @dataclass
@@ -29,6 +30,9 @@ class ScriptArguments:
     drop_incomplete_rows: bool = field(
         default=False,
         metadata={"help": "drop rows whose prompt, chosen or rejected is missing or empty (else refused)"},
+    )
+    reuse_output_dir: bool = field(
+        default=False, metadata={"help": "write into an output_dir that holds another run's files (moved aside)"}
     )
     profile: str = "tiny"
     measure_tensor_memory: bool = field(
@@ -57,12 +61,12 @@ def main(script_args: ScriptArguments, training_args: DPOConfig, model_args: Mod
     dataset = dataset.select_columns(["prompt", "chosen", "rejected"])
 
     # ----- model -----
-    resume = resolve_run_dir(training_args, "dpo", script_args.profile)
+    resume = resolve_run_dir(training_args, "dpo", script_args.profile, script_args.reuse_output_dir)
     training_args.model_init_kwargs = model_kwargs(model_args)
     tokenizer = load_tokenizer(model_args)
 
     # ----- trainer -----
-    trainer = DPOTrainer(
+    trainer = atomic(DPOTrainer)(
         model=model_args.model_name_or_path,
         ref_model=None,
         args=training_args,

@@ -25,6 +25,7 @@ from core.data import (
 from core.models import check_model, load_tokenizer, max_positions, model_kwargs
 from core.run_dir import resolve_run_dir, write_run_files
 from core.summary import finish_run
+from core.trainers import atomic
 from rewards import SandboxUnavailable, get_reward_funcs, required_columns
 
 
@@ -50,6 +51,9 @@ class ScriptArguments:
     )
     truncate_long_prompts: bool = field(
         default=False, metadata={"help": "cut prompts longer than the model has room for (else refused)"}
+    )
+    reuse_output_dir: bool = field(
+        default=False, metadata={"help": "write into an output_dir that holds another run's files (moved aside)"}
     )
     profile: str = "tiny"
     measure_tensor_memory: bool = field(
@@ -119,11 +123,11 @@ def main(script_args: ScriptArguments, training_args: GRPOConfig, model_args: Mo
     reward_funcs = [TimedReward(f) for f in get_reward_funcs(script_args.reward_funcs, script_args.reward_kwargs)]
 
     # ----- model -----
-    resume = resolve_run_dir(training_args, "grpo", script_args.profile)
+    resume = resolve_run_dir(training_args, "grpo", script_args.profile, script_args.reuse_output_dir)
     training_args.model_init_kwargs = model_kwargs(model_args)
 
     # ----- trainer -----
-    trainer = GRPOTrainer(
+    trainer = atomic(GRPOTrainer)(
         model=model_args.model_name_or_path,
         reward_funcs=reward_funcs,
         args=training_args,

@@ -19,6 +19,7 @@ from core.data import load_data
 from core.models import check_model, load_tokenizer, model_kwargs
 from core.run_dir import resolve_run_dir, write_run_files
 from core.summary import finish_run
+from core.trainers import atomic
 
 
 @dataclass
@@ -30,6 +31,9 @@ class ScriptArguments:
     drop_incomplete_rows: bool = field(
         default=False,
         metadata={"help": "drop rows whose prompt, chosen or rejected is missing or empty (else refused)"},
+    )
+    reuse_output_dir: bool = field(
+        default=False, metadata={"help": "write into an output_dir that holds another run's files (moved aside)"}
     )
     profile: str = "tiny"
     measure_tensor_memory: bool = field(
@@ -58,12 +62,12 @@ def main(script_args: ScriptArguments, training_args: ORPOConfig, model_args: Mo
     dataset = dataset.select_columns(["prompt", "chosen", "rejected"])
 
     # ----- model -----
-    resume = resolve_run_dir(training_args, "orpo", script_args.profile)
+    resume = resolve_run_dir(training_args, "orpo", script_args.profile, script_args.reuse_output_dir)
     training_args.model_init_kwargs = model_kwargs(model_args)
     tokenizer = load_tokenizer(model_args)
 
     # ----- trainer -----
-    trainer = ORPOTrainer(
+    trainer = atomic(ORPOTrainer)(
         model=model_args.model_name_or_path,
         args=training_args,
         train_dataset=dataset,

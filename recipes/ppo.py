@@ -33,6 +33,7 @@ from core.models import check_model, load_model, load_tokenizer, max_positions
 from core.ppo_trainer import ResumablePPOTrainer, RewardFunctionModel, load_value_model, prompts_per_update
 from core.run_dir import resolve_run_dir, write_run_files
 from core.summary import finish_run
+from core.trainers import atomic
 from rewards import SandboxUnavailable, get_reward_funcs, required_columns
 
 
@@ -60,6 +61,9 @@ class ScriptArguments:
     )
     truncate_long_prompts: bool = field(
         default=False, metadata={"help": "cut prompts longer than the model has room for (else refused)"}
+    )
+    reuse_output_dir: bool = field(
+        default=False, metadata={"help": "write into an output_dir that holds another run's files (moved aside)"}
     )
     profile: str = "tiny"
     measure_tensor_memory: bool = field(
@@ -146,7 +150,7 @@ def main(script_args: ScriptArguments, training_args: PPOConfig, model_args: Mod
         reward_model = RewardFunctionModel(tokenizer, reward_funcs, weights, prompts_to_columns)
 
     # ----- model -----
-    resume = resolve_run_dir(training_args, "ppo", script_args.profile)
+    resume = resolve_run_dir(training_args, "ppo", script_args.profile, script_args.reuse_output_dir)
     if training_args.max_steps and training_args.max_steps > 0:  # `--max_steps` works as for the other recipes
         training_args.total_episodes = training_args.max_steps * prompts_per_update(training_args)
     # The adapter goes on here, not through PPOTrainer's peft_config: with bf16 and a 4-bit base TRL then casts the
@@ -158,7 +162,7 @@ def main(script_args: ScriptArguments, training_args: PPOConfig, model_args: Mod
             model.activation_checkpointing_enable(training_args.activation_checkpointing_kwargs)
 
     # ----- trainer -----
-    trainer = ResumablePPOTrainer(
+    trainer = atomic(ResumablePPOTrainer)(
         args=training_args,
         processing_class=tokenizer,
         model=policy,

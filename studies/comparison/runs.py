@@ -3,6 +3,7 @@ and the starting model on the same held-out (and validation) problems."""
 
 import json
 import math
+import shutil
 import subprocess
 import sys
 import time
@@ -126,6 +127,7 @@ def train_all(
     for method in methods:
         path, config = recipe_config(profile, method)
         run_dir = out / f"{method}-seed{seed}"
+        shutil.rmtree(run_dir, ignore_errors=True)  # the study's own run folder from an earlier `make compare`
         command = [
             sys.executable,
             "-m",

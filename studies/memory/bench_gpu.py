@@ -21,6 +21,7 @@ random) and summary.md. Without CUDA it stops at once, naming the missing GPU.
 
 import argparse
 import json
+import shutil
 import subprocess
 import sys
 import time
@@ -140,6 +141,7 @@ def main(argv=None):
     records = []
     for method in METHODS:
         run_dir = out / method
+        shutil.rmtree(run_dir, ignore_errors=True)  # this bench's own folder from an earlier run
         data = ["--dataset_name", str(pairs)] if method in ("dpo", "orpo") else ["--dataset_name", str(prompts)]
         command = [
             sys.executable,

@@ -25,6 +25,7 @@ docs/memory.md's validation table and tests/studies/memory/test_validation.py re
 import argparse
 import dataclasses
 import json
+import shutil
 import subprocess
 import sys
 import time
@@ -189,6 +190,7 @@ def measure(size: str, methods, checkpointing_modes, work: Path) -> list[dict]:
     for checkpointing in checkpointing_modes:
         for method in methods:
             run_dir = work / f"{size}-{method}-{'ckpt' if checkpointing else 'nockpt'}"
+            shutil.rmtree(run_dir, ignore_errors=True)  # this bench's own folder from an earlier run
             start = time.time()
             command = [
                 sys.executable,
@@ -247,6 +249,7 @@ def meter_overhead(work: Path) -> dict:
     seconds = {}
     for metered in (False, True):
         run_dir = work / f"overhead-{'metered' if metered else 'plain'}"
+        shutil.rmtree(run_dir, ignore_errors=True)
         args = run_args("grpo", model_dir, work, run_dir, checkpointing=True)
         args[args.index("--measure_tensor_memory") + 1] = str(metered).lower()
         result = subprocess.run(

@@ -24,6 +24,7 @@ def run_recipe(module, config: str, *overrides: str):
     finally:
         sys.argv = argv
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def module_parser(module):

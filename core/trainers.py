@@ -1,0 +1,40 @@
+"""What every recipe's trainer gets on top of TRL's: checkpoints that are never half-written.
+
+`atomic(TrainerClass)` saves each checkpoint under a temporary name (.saving-checkpoint-N) and renames it to
+checkpoint-N only when complete, so a run killed in the middle of a save leaves no checkpoint-N that `latest` could
+take; the next start removes the leftover.
+"""
+
+import os
+import shutil
+from functools import cache
+from pathlib import Path
+
+
+class AtomicCheckpoints:
+    def _save_checkpoint(self, model, trial):
+        folder = Path(self.args.output_dir)
+        name = f"checkpoint-{self.state.global_step}"
+        staging = folder / f".saving-{name}"
+        if self.args.should_save:
+            shutil.rmtree(staging, ignore_errors=True)
+            staging.mkdir(parents=True)
+        self.accelerator.wait_for_everyone()
+        self.args.output_dir = str(staging)  # everything the trainer writes for this checkpoint lands here
+        try:
+            super()._save_checkpoint(model, trial)
+        finally:
+            self.args.output_dir = str(folder)
+        self.accelerator.wait_for_everyone()  # every rank's files (its RNG state) are in before the rename
+        if self.args.should_save:
+            if (folder / name).exists():  # a resumed run saving the same step again
+                shutil.rmtree(folder / name)
+            os.replace(staging / name, folder / name)
+            shutil.rmtree(staging)
+        self.accelerator.wait_for_everyone()
+
+
+@cache
+def atomic(trainer_class: type) -> type:
+    """`trainer_class` with atomic checkpoints (made once per trainer class)."""
+    return type(trainer_class.__name__, (AtomicCheckpoints, trainer_class), {"__module__": __name__})
