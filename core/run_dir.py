@@ -3,7 +3,7 @@ adapter (the resolved config, library versions, the sandbox's isolation mode).
 
 A folder belongs to one run: run.json names the run and the checkpoints it wrote (rotation deletes only those), a
 lock (.lock) refuses a second run while one writes, a folder holding another run's files is refused unless the user
-asks to reuse it (its files then move to previous-<time>/, its checkpoints stay), and a resume cuts the run's
+asks to reuse it (what it holds then moves to previous-<time>/ inside it), and a resume cuts the run's
 records (metrics.jsonl, checkpoints.jsonl) back to the checkpoint it continues from.
 """
 
@@ -109,7 +109,7 @@ def resolve_run_dir(training_args, method: str, profile: str, reuse: bool = Fals
 
     `resume_from_checkpoint: latest` resumes the newest complete checkpoint of output_dir (skipping, with a notice,
     any whose state is unreadable), or, when output_dir is not given, of the newest runs/<method>-<profile>-* folder.
-    Without a resume, a folder holding files is refused unless `reuse` (its files then move to previous-<time>/).
+    Without a resume, a folder holding files is refused unless `reuse` (they then move to previous-<time>/ inside it).
     Checkpoint rotation is the run's own (`save_total_limit` is kept in run.json; transformers' is turned off).
     """
     resume = training_args.resume_from_checkpoint
@@ -140,21 +140,24 @@ def resolve_run_dir(training_args, method: str, profile: str, reuse: bool = Fals
             "resumed_from": resume,
         }
     else:
-        others = sorted(p.name for p in folder.iterdir() if p.name != LOCK) if folder.is_dir() else []
+        others = (
+            sorted(p.name for p in folder.iterdir() if p.name != LOCK and not p.name.startswith("previous-"))
+            if folder.is_dir()
+            else []
+        )
         if others and not reuse:
             raise UserError(
                 f"output_dir {folder} already holds another run's files ({len(others)}: {', '.join(others[:4])}"
                 f"{', ...' if len(others) > 4 else ''}); choose another output_dir, resume it with "
-                "--resume_from_checkpoint latest, or pass --reuse_output_dir true to write beside them (its files "
-                "move to previous-<time>/, its checkpoints stay and are never deleted)"
+                "--resume_from_checkpoint latest, or pass --reuse_output_dir true to write beside them (they move, "
+                "checkpoints included, to previous-<time>/ inside it; nothing is deleted)"
             )
         if others and is_main_process():
             previous = folder / f"previous-{time.strftime('%Y%m%d-%H%M%S')}"
             previous.mkdir()
             for name in others:
-                if (folder / name).is_file():
-                    (folder / name).rename(previous / name)
-            print(f"reusing {folder}: its files moved to {previous}; its checkpoints stay and are never deleted")
+                (folder / name).rename(previous / name)
+            print(f"reusing {folder}: what it held moved to {previous}")
         record = {"checkpoints": [], "train_seconds_before": 0.0}
     RUN.clear()
     RUN.update(

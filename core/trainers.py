@@ -7,8 +7,11 @@ take; the next start removes the leftover.
 
 import os
 import shutil
+import time
 from functools import cache
 from pathlib import Path
+
+from core.run_dir import RUN
 
 
 class AtomicCheckpoints:
@@ -27,8 +30,11 @@ class AtomicCheckpoints:
             self.args.output_dir = str(folder)
         self.accelerator.wait_for_everyone()  # every rank's files (its RNG state) are in before the rename
         if self.args.should_save:
-            if (folder / name).exists():  # a resumed run saving the same step again
-                shutil.rmtree(folder / name)
+            if (folder / name).exists():  # a resumed run saving a step again: its own is replaced, no other's
+                if name in RUN.get("checkpoints", []):
+                    shutil.rmtree(folder / name)
+                else:
+                    (folder / name).rename(folder / f"{name}.kept-{time.strftime('%Y%m%d-%H%M%S')}")
             os.replace(staging / name, folder / name)
             shutil.rmtree(staging)
         self.accelerator.wait_for_everyone()

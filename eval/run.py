@@ -31,6 +31,7 @@ from eval.tasks import TASKS, load_task_data, score
 from rewards.sandbox import SandboxUnavailable, isolation_mode, isolation_record
 
 METRICS = Path(__file__).parent / "metrics"
+# Your own task's completion budget unless --max_new_tokens: 512 tokens, or half of a smaller model's positions.
 DEFAULT_MAX_NEW_TOKENS = 512
 
 
@@ -209,6 +210,8 @@ def main(argv=None):
     if args.adapter:
         check_adapter(args.adapter)
     positions = max_positions(model_args)
+    if args.rewards and not args.max_new_tokens and positions:
+        max_new_tokens = min(max_new_tokens, positions // 2)
     prompts = fit_prompt_list(
         [task.messages(row) for row in rows],
         load_tokenizer(ModelConfig(model_name_or_path=args.adapter or args.model)),
