@@ -6,6 +6,7 @@ targets, 8-bit optimizer, activation checkpointing and lengths run as written, s
 anyone rents a GPU for them."""
 
 import json
+import shutil
 import subprocess
 import sys
 
@@ -17,14 +18,25 @@ from tests.conftest import FIXTURES, REPO_ROOT
 pytestmark = pytest.mark.slow  # minutes of training or launching
 
 CONFIGS = sorted((REPO_ROOT / "recipes" / "configs").glob("7b*/*.yaml"))
+SEVEN_B = REPO_ROOT / "recipes" / "models" / "qwen2.5-7b-instruct.json"
 TRAINER_CPU = ["--use_cpu", "true", "--max_steps", "1", "--logging_steps", "1", "--save_strategy", "no"]
+
+
+def stand_in(tiny_model, folder):
+    """The tiny model with the 7B's context (its rotary positions extend to it): the prompt-length check sees the
+    room a 7B has, and the configs' lengths run as written."""
+    shutil.copytree(tiny_model, folder)
+    config = json.loads((folder / "config.json").read_text())
+    config["max_position_embeddings"] = json.loads(SEVEN_B.read_text())["max_position_embeddings"]
+    (folder / "config.json").write_text(json.dumps(config))
+    return folder
 
 
 @pytest.mark.parametrize("path", CONFIGS, ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_one_step_of_each_7b_config_with_local_stand_ins(path, tiny_world, tiny_code_world, tiny_pairs, tmp_path):
     config = yaml.safe_load(path.read_text())
     code = path.parent.name.endswith("code")
-    model = tiny_code_world / "model" if code else tiny_world / "model"
+    model = stand_in(tiny_code_world / "model" if code else tiny_world / "model", tmp_path / "model")
     # the fixture's rows repeated to a few batches' worth (a 7B config's batch is larger than the fixture)
     rows = (FIXTURES / ("mbpp_sample.jsonl" if code else "gsm8k_sample.jsonl")).read_text().splitlines()
     data = tmp_path / "data.jsonl"
