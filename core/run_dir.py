@@ -142,7 +142,7 @@ def resolve_run_dir(training_args, method: str, profile: str, reuse: bool = Fals
     else:
         others = (
             sorted(p.name for p in folder.iterdir() if p.name != LOCK and not p.name.startswith("previous-"))
-            if folder.is_dir()
+            if folder.is_dir() and is_main_process()  # the other ranks of a launch find rank 0's files there
             else []
         )
         if others and not reuse:
