@@ -227,7 +227,9 @@ def test_make_score_reports_unparseable_golds(tmp_path):
     assert "math_accuracy: mean 0.500 over 2/3" in out
 
 
-def test_recipes_report_unparseable_golds_before_loading_a_model(tmp_path):
+def test_recipes_report_unparseable_golds_before_loading_a_model(tiny_world, tmp_path):
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "notes.txt").write_text("another run's")  # refused after the data checks, before any model
     result = subprocess.run(
         [
             sys.executable,
@@ -237,8 +239,6 @@ def test_recipes_report_unparseable_golds_before_loading_a_model(tmp_path):
             "recipes/configs/tiny/grpo.yaml",
             "--dataset_name",
             str(bad_gold_rows(tmp_path, False)),
-            "--model_name_or_path",
-            str(tmp_path / "no-model"),
             "--output_dir",
             str(tmp_path / "run"),
         ],
@@ -247,7 +247,7 @@ def test_recipes_report_unparseable_golds_before_loading_a_model(tmp_path):
         text=True,
         timeout=300,
     )
-    assert result.returncode != 0  # the missing model, after the data check
+    assert result.returncode != 0 and "already holds another run's files" in result.stderr
     assert (
         f"warning: 1 of 3 gold answers in {tmp_path / 'data.jsonl'} (column 'answer') cannot be parsed; "
         "math_accuracy scores their samples None (left out of the reward): row 1: 'not given'"
