@@ -76,6 +76,7 @@ def test_long_prompts_are_refused_with_their_rows_or_cut_to_fit(tiny_world):
     assert length(fitted[1]) == 400 and fitted[1][0]["content"] == "7" * (400 - overhead)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "module,args",
     [
