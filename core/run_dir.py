@@ -127,8 +127,9 @@ def resolve_run_dir(training_args, method: str, profile: str, reuse: bool = Fals
     training_args.resume_from_checkpoint = resume
     if is_main_process():
         lock(folder)
-    record = json.loads((folder / RECORD).read_text()) if resume and (folder / RECORD).is_file() else {}
-    if resume:
+    own = bool(resume) and Path(resume).resolve().parent == folder.resolve()  # else: another folder's checkpoint
+    record = json.loads((folder / RECORD).read_text()) if own and (folder / RECORD).is_file() else {}
+    if own:
         step = step_of(Path(resume))
         seconds = rollback_records(folder, step) if is_main_process() else 0.0
         for stale in folder.glob(".saving-*"):  # a save this run did not finish
@@ -163,9 +164,9 @@ def resolve_run_dir(training_args, method: str, profile: str, reuse: bool = Fals
     RUN.update(
         {
             "method": method,
-            "started": time.strftime("%Y-%m-%d %H:%M:%S"),
             **record,
-            "save_total_limit": record.get("save_total_limit", training_args.save_total_limit),
+            "started": record.get("started", time.strftime("%Y-%m-%d %H:%M:%S")),
+            "save_total_limit": training_args.save_total_limit,
         }
     )
     training_args.save_total_limit = None  # transformers would rotate any checkpoint-* of the folder: see RUN
