@@ -59,6 +59,12 @@ def max_positions(model_args: ModelConfig) -> int | None:
     return getattr(config, "max_position_embeddings", None)
 
 
+def prompt_room(model_args: ModelConfig, completion_tokens: int) -> int | None:
+    """Tokens a prompt may take so that the completion still fits the model's positions (None: it does not say)."""
+    positions = max_positions(model_args)
+    return positions - completion_tokens if positions else None
+
+
 def check_adapter(adapter: str) -> None:
     """A LoRA adapter folder as the recipes save it; a run killed before its final save has only checkpoints."""
     path = Path(adapter)

@@ -22,7 +22,7 @@ from core.data import (
     warn_unparseable_golds,
     with_code_test_columns,
 )
-from core.models import check_model, load_tokenizer, max_positions, model_kwargs
+from core.models import check_model, load_tokenizer, model_kwargs, prompt_room
 from core.run_dir import resolve_run_dir, write_run_files
 from core.summary import finish_run
 from core.trainers import atomic
@@ -116,7 +116,7 @@ def main(script_args: ScriptArguments, training_args: GRPOConfig, model_args: Mo
         }
     )
     tokenizer = load_tokenizer(model_args)
-    room = max_positions(model_args) - training_args.max_completion_length if max_positions(model_args) else None
+    room = prompt_room(model_args, training_args.max_completion_length)
     dataset = fit_prompt_column(dataset, tokenizer, room, script_args.dataset_name, script_args.truncate_long_prompts)
 
     # ----- rewards -----

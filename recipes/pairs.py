@@ -28,7 +28,7 @@ from core.data import (
     with_code_test_columns,
 )
 from core.generation import generate
-from core.models import check_model, load_model, load_tokenizer, max_positions
+from core.models import check_model, load_model, load_tokenizer, prompt_room
 from rewards import SandboxUnavailable, get_reward_funcs, required_columns, weighted_sum
 
 
@@ -106,7 +106,7 @@ def main(args: PairsArguments, model_args: ModelConfig):
             "messages": prompt_messages(prompt_text(row, args.prompt_column, args.prompt_template), args.system_prompt)
         }
     )
-    room = max_positions(model_args) - args.max_new_tokens if max_positions(model_args) else None
+    room = prompt_room(model_args, args.max_new_tokens)
     dataset = fit_prompt_column(dataset, tokenizer, room, args.dataset_name, args.truncate_long_prompts, "messages")
 
     # ----- model -----

@@ -29,7 +29,7 @@ from core.data import (
     with_code_test_columns,
 )
 from core.errors import DataError
-from core.models import check_model, load_model, load_tokenizer, max_positions
+from core.models import check_model, load_model, load_tokenizer, prompt_room
 from core.ppo_trainer import ResumablePPOTrainer, RewardFunctionModel, load_value_model, prompts_per_update
 from core.run_dir import resolve_run_dir, write_run_files
 from core.summary import finish_run
@@ -123,7 +123,7 @@ def main(script_args: ScriptArguments, training_args: PPOConfig, model_args: Mod
             )
         }
     )
-    room = max_positions(model_args) - training_args.response_length if max_positions(model_args) else None
+    room = prompt_room(model_args, training_args.response_length)
     dataset = fit_prompt_column(
         dataset, tokenizer, room, script_args.dataset_name, script_args.truncate_long_prompts, column="messages"
     )
