@@ -22,6 +22,7 @@ from core.data import (
     warn_unparseable_golds,
     with_code_test_columns,
 )
+from core.logprob_trainers import check_logprobs, with_logprobs
 from core.models import check_model, load_tokenizer, model_kwargs, prompt_room
 from core.run_dir import resolve_run_dir, write_run_files
 from core.summary import finish_run
@@ -55,6 +56,13 @@ class ScriptArguments:
     reuse_output_dir: bool = field(
         default=False, metadata={"help": "write into an output_dir that holds another run's files (moved aside)"}
     )
+    logprobs: str = field(
+        default="full",
+        metadata={
+            "help": "full: TRL's path (full-vocabulary logits); chunked: core.logprobs, per-token log-probs from "
+            "hidden states in chunks (the 7B memory path)"
+        },
+    )
     profile: str = "tiny"
     measure_tensor_memory: bool = field(
         default=False,
@@ -86,6 +94,7 @@ def preflight(script_args: ScriptArguments, training_args: GRPOConfig, model_arg
         get_reward_funcs(script_args.reward_funcs, script_args.reward_kwargs)
     except (ValueError, SandboxUnavailable) as error:
         raise SystemExit(str(error)) from error
+    check_logprobs(script_args.logprobs, "grpo", training_args)
     check_model(model_args, source_of("model_name_or_path"))
 
 
@@ -127,7 +136,7 @@ def main(script_args: ScriptArguments, training_args: GRPOConfig, model_args: Mo
     training_args.model_init_kwargs = model_kwargs(model_args)
 
     # ----- trainer -----
-    trainer = atomic(GRPOTrainer)(
+    trainer = atomic(with_logprobs(GRPOTrainer, script_args.logprobs))(
         model=model_args.model_name_or_path,
         reward_funcs=reward_funcs,
         args=training_args,

@@ -16,6 +16,7 @@ from trl.experimental.orpo import ORPOConfig, ORPOTrainer
 from core.callbacks import run_callbacks
 from core.config import parse_config, source_of
 from core.data import load_data
+from core.logprob_trainers import check_logprobs, with_logprobs
 from core.models import check_model, load_tokenizer, model_kwargs
 from core.run_dir import resolve_run_dir, write_run_files
 from core.summary import finish_run
@@ -35,6 +36,13 @@ class ScriptArguments:
     reuse_output_dir: bool = field(
         default=False, metadata={"help": "write into an output_dir that holds another run's files (moved aside)"}
     )
+    logprobs: str = field(
+        default="full",
+        metadata={
+            "help": "full: TRL's path (full-vocabulary logits); chunked: core.logprobs, per-token log-probs from "
+            "hidden states in chunks (the 7B memory path)"
+        },
+    )
     profile: str = "tiny"
     measure_tensor_memory: bool = field(
         default=False,
@@ -46,6 +54,7 @@ class ScriptArguments:
 
 def main(script_args: ScriptArguments, training_args: ORPOConfig, model_args: ModelConfig):
     check_model(model_args, source_of("model_name_or_path"))
+    check_logprobs(script_args.logprobs, "orpo", training_args)
     if not model_args.use_peft:
         raise SystemExit("this recipe trains LoRA adapters (use_peft: true)")
 
@@ -67,7 +76,7 @@ def main(script_args: ScriptArguments, training_args: ORPOConfig, model_args: Mo
     tokenizer = load_tokenizer(model_args)
 
     # ----- trainer -----
-    trainer = atomic(ORPOTrainer)(
+    trainer = atomic(with_logprobs(ORPOTrainer, script_args.logprobs))(
         model=model_args.model_name_or_path,
         args=training_args,
         train_dataset=dataset,
