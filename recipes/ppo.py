@@ -13,7 +13,7 @@ one, and `ResumablePPOTrainer` adds the resume TRL's experimental PPO lacks.
 from dataclasses import dataclass, field
 
 from peft import get_peft_model
-from transformers import AutoModelForCausalLM, AutoModelForSequenceClassification
+from transformers import AutoModelForCausalLM, AutoModelForSequenceClassification, set_seed
 from trl import ModelConfig, TrlParser, get_peft_config
 from trl.experimental.ppo import PPOConfig
 
@@ -29,7 +29,9 @@ from core.data import (
     with_code_test_columns,
 )
 from core.errors import DataError
+from core.logprob_trainers import check_logprobs
 from core.models import check_model, load_model, load_tokenizer, prompt_room
+from core.ppo_loop import ChunkedPPOTrainer
 from core.ppo_trainer import ResumablePPOTrainer, RewardFunctionModel, load_value_model, prompts_per_update
 from core.run_dir import resolve_run_dir, write_run_files
 from core.summary import finish_run
@@ -65,6 +67,13 @@ class ScriptArguments:
     reuse_output_dir: bool = field(
         default=False, metadata={"help": "write into an output_dir that holds another run's files (moved aside)"}
     )
+    logprobs: str = field(
+        default="full",
+        metadata={
+            "help": "full: TRL's loop (full-vocabulary logits, stacked rollout scores); chunked: core.ppo_loop, "
+            "per-token log-probs from hidden states in chunks (the 7B memory path)"
+        },
+    )
     profile: str = "tiny"
     measure_tensor_memory: bool = field(
         default=False,
@@ -88,6 +97,7 @@ def main(script_args: ScriptArguments, training_args: PPOConfig, model_args: Mod
             raise SystemExit(f"reward_weights has {len(weights)} entries for {len(reward_funcs)} reward_funcs")
     if not model_args.use_peft:
         raise SystemExit("this recipe trains LoRA adapters (use_peft: true): the reference is the adapter-less base")
+    check_logprobs(script_args.logprobs, "ppo", training_args)
     check_model(model_args, source_of("model_name_or_path"))
 
     # ----- data -----
@@ -155,6 +165,7 @@ def main(script_args: ScriptArguments, training_args: PPOConfig, model_args: Mod
         training_args.total_episodes = training_args.max_steps * prompts_per_update(training_args)
     # The adapter goes on here, not through PPOTrainer's peft_config: with bf16 and a 4-bit base TRL then casts the
     # norms to fp32 but leaves lm_head in bf16, and generation (outside autocast) fails on the dtype mismatch.
+    set_seed(training_args.seed)  # the adapters' and the critic's score head's initial weights: the run's seed
     policy = get_peft_model(load_model(model_args, AutoModelForCausalLM), get_peft_config(model_args))
     value_model = load_value_model(model_args)
     if training_args.activation_checkpointing:  # PPOTrainer's own loop never turns it on, for either model
@@ -162,7 +173,7 @@ def main(script_args: ScriptArguments, training_args: PPOConfig, model_args: Mod
             model.activation_checkpointing_enable(training_args.activation_checkpointing_kwargs)
 
     # ----- trainer -----
-    trainer = atomic(ResumablePPOTrainer)(
+    trainer = atomic(ChunkedPPOTrainer if script_args.logprobs == "chunked" else ResumablePPOTrainer)(
         args=training_args,
         processing_class=tokenizer,
         model=policy,
