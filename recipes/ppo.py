@@ -166,8 +166,9 @@ def main(script_args: ScriptArguments, training_args: PPOConfig, model_args: Mod
     # The adapter goes on here, not through PPOTrainer's peft_config: with bf16 and a 4-bit base TRL then casts the
     # norms to fp32 but leaves lm_head in bf16, and generation (outside autocast) fails on the dtype mismatch.
     set_seed(training_args.seed)  # the adapters' and the critic's score head's initial weights: the run's seed
-    policy = get_peft_model(load_model(model_args, AutoModelForCausalLM), get_peft_config(model_args))
-    value_model = load_value_model(model_args)
+    base = load_model(model_args, AutoModelForCausalLM)
+    value_model = load_value_model(model_args, base)  # the frozen base is shared, not loaded twice
+    policy = get_peft_model(base, get_peft_config(model_args))
     if training_args.activation_checkpointing:  # PPOTrainer's own loop never turns it on, for either model
         for model in (policy.get_base_model(), value_model):
             model.activation_checkpointing_enable(training_args.activation_checkpointing_kwargs)

@@ -17,7 +17,8 @@ Components, in GB (2**30 bytes), per process:
                     cast them to the compute dtype
   gradients_gb      one gradient per trainable parameter, in its dtype (policy and PPO's critic)
   optimizer_gb      AdamW state: 8 bytes per trainable parameter, 2 for the 8-bit optimizers
-  critic_weights_gb PPO only: the critic, a second 4-bit base of the same size with its own LoRA and a scalar head
+  critic_weights_gb PPO only: the critic's own tensors, its LoRA and scalar head; its 4-bit base, embeddings and
+                    norms are the policy's (core.ppo_trainer.load_value_model shares them)
   rollout_buffer_gb PPO only: the rollout's fp32 logits (rollout batch x response x vocabulary), kept for its epochs
   activations_gb    saved for backward, per model that trains (PPO: two): with activation checkpointing each layer's
                     input plus one layer's working set during its recompute; without it every layer's working set
@@ -48,6 +49,7 @@ from pathlib import Path
 import yaml
 
 from core.errors import one_line_errors
+from core.logprobs import chunk_tokens
 from core.memory_meter import quant_state_tensors
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -174,6 +176,7 @@ class Settings:
     lora_targets: str | list[str] = "all-linear"
     optimizer: str = "paged_adamw_8bit"
     gradient_checkpointing: bool = True
+    logprobs: str = "full"  # "chunked": core.logprobs, no full-vocabulary logits
 
 
 def _default(config_class, name):
@@ -207,6 +210,7 @@ def settings_from_config(method: str, path: Path, prompt_length: int = PROMPT_TO
         "lora_targets": values.get("lora_target_modules", "all-linear"),
         "optimizer": str(get("optim")),
         "gradient_checkpointing": checkpointing,
+        "logprobs": values.get("logprobs", "full"),
     }
     if common["dtype"] in (None, "auto"):
         common["dtype"] = "bfloat16"
@@ -270,12 +274,30 @@ def _layer_bytes_per_token(arch: Architecture, settings: Settings, e: int) -> fl
     )
 
 
+def _scored_tokens(settings: Settings, sequences: int) -> int:
+    """Positions whose log-probs a method takes: the completion (GRPO, PPO, DPO), or every position (ORPO's NLL
+    covers the prompt)."""
+    if settings.method == "orpo":
+        return sequences * (settings.prompt_length + settings.completion_length)
+    return sequences * settings.completion_length
+
+
+def _chunked_bytes(arch: Architecture, settings: Settings, sequences: int) -> float:
+    """core.logprobs' transient: four fp32 [chunk x vocabulary] buffers at a time (the chunk's logits, log-softmax,
+    softmax and their product; measured), plus the fp32 d logp / d h rows it keeps for backward."""
+    scored = _scored_tokens(settings, sequences)
+    return 4 * 4 * min(chunk_tokens(arch.vocab), scored) * arch.vocab + 4 * scored * arch.hidden
+
+
 def _logits_bytes(arch: Architecture, settings: Settings, sequences: int, e: int) -> float:
     """The language-model head's output and its copies at their peak (the start of backward). GRPO, DPO and ORPO:
     four fp32 copies (accelerate's fp32 output conversion under bf16 autocast, the gradient of TRL's gather as
     zeros + scatter_add, and the stacked gradient of its per-row logsumexp); ORPO also keeps the chosen half's
     log-softmax for its NLL term. PPO's own forward keeps the logits and two gradient buffers in the compute dtype
-    over the whole sequence and the temperature-scaled response logits twice. GRPO scores only the completion."""
+    over the whole sequence and the temperature-scaled response logits twice. GRPO scores only the completion.
+    `logprobs: chunked` replaces all of these by one chunk (_chunked_bytes)."""
+    if settings.logprobs == "chunked":
+        return _chunked_bytes(arch, settings, sequences)
     length = settings.prompt_length + settings.completion_length
     if settings.method == "grpo":
         return sequences * settings.completion_length * arch.vocab * 16
@@ -307,12 +329,12 @@ def estimate(arch: Architecture, settings: Settings) -> dict[str, float]:
         "gradients_gb": lora_bytes * lora + 4 * critic_trainable,
         "optimizer_gb": optimizer_per_param * (lora + critic_trainable),
     }
-    out["critic_weights_gb"] = (
-        weights - arch.lm_head_params * e + arch.hidden * e + 4 * critic_trainable if models == 2 else 0.0
-    )
-    # PPO keeps the rollout's fp32 logits (rollout batch x response x vocabulary) through its training epochs.
+    out["critic_weights_gb"] = arch.hidden * e + 4 * critic_trainable if models == 2 else 0.0
+    # PPO keeps the rollout's fp32 logits (rollout batch x response x vocabulary) through its training epochs;
+    # chunked, only the policy's and the reference's log-probs
+    per_token = 8 if settings.logprobs == "chunked" else arch.vocab * 4
     out["rollout_buffer_gb"] = (
-        settings.rollout_batch * settings.completion_length * arch.vocab * 4 if settings.method == "ppo" else 0.0
+        settings.rollout_batch * settings.completion_length * per_token if settings.method == "ppo" else 0.0
     )
     layer = tokens * _layer_bytes_per_token(arch, settings, e)
     out["logits_gb"] = _logits_bytes(arch, settings, sequences, e)
@@ -331,7 +353,12 @@ def estimate(arch: Architecture, settings: Settings) -> dict[str, float]:
     kv_per_token = 2 * arch.layers * arch.kv_heads * arch.head_dim * e
     out["kv_cache_gb"] = settings.generation_batch * length * kv_per_token
     # DPO's reference: a no-grad forward with the adapter off, before the policy's; its fp32 logits are its peak
-    out["reference_pass_gb"] = tokens * arch.vocab * (4 + e) if settings.method == "dpo" else 0.0
+    # (chunked: one chunk, and the final hidden states)
+    if settings.logprobs == "chunked":
+        reference = _chunked_bytes(arch, settings, sequences) + tokens * arch.hidden * e
+    else:
+        reference = tokens * arch.vocab * (4 + e)
+    out["reference_pass_gb"] = reference if settings.method == "dpo" else 0.0
     # gradients are not static: they are created during backward, after the logits' peak (`transient`)
     static = sum(out[k] for k in ("weights_gb", "lora_gb", "optimizer_gb", "critic_weights_gb", "rollout_buffer_gb"))
     out["total_gb"] = static + max(transient, out["kv_cache_gb"], out["reference_pass_gb"])

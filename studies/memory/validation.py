@@ -40,7 +40,7 @@ from studies.tiny_world import build_tokenizer
 REPO_ROOT = Path(__file__).resolve().parents[2]
 METHODS = ("grpo", "ppo", "dpo", "orpo")
 # Two sizes of the same family: ~86M and ~320M parameters (hidden, layers, vocabulary).
-SIZES = {"small": (768, 6, 32000), "medium": (1024, 24, 32000)}
+SIZES = {"small": (768, 6, 32000), "medium": (1024, 24, 32000), "qwen-vocab": (512, 4, 152064)}
 COMPLETION_TOKENS = 64
 PUBLISHED = REPO_ROOT / "results" / "memory" / "validation.json"
 FIXTURE = REPO_ROOT / "tests" / "fixtures" / "gsm8k_sample.jsonl"
@@ -104,7 +104,9 @@ def write_data(work: Path, tokenizer_dir: Path, system_prompt: str) -> dict:
     }
 
 
-def run_args(method: str, model_dir: Path, work: Path, run_dir: Path, checkpointing: bool) -> list[str]:
+def run_args(
+    method: str, model_dir: Path, work: Path, run_dir: Path, checkpointing: bool, logprobs: str = "full"
+) -> list[str]:
     data = work / ("pairs.jsonl" if method in ("dpo", "orpo") else "prompts.jsonl")
     args = [
         "--config",
@@ -129,6 +131,8 @@ def run_args(method: str, model_dir: Path, work: Path, run_dir: Path, checkpoint
         str(checkpointing).lower(),
         "--measure_tensor_memory",
         "true",
+        "--logprobs",
+        logprobs,
     ]
     if method == "grpo":
         args += ["--max_completion_length", str(COMPLETION_TOKENS)]
