@@ -143,7 +143,7 @@ estimate: install ## memory per method from a model config alone (MODEL=qwen2.5-
 	$(PY) -m studies.memory.estimate --model $(or $(MODEL),qwen2.5-7b) --gpu_gb $(GPU_GB) $(if $(K),--k $(K)) \
 		$(if $(SEQ),--seq $(SEQ)) $(ARGS)
 
-bench-memory: install ## the estimator against live tensors on the real recipes, ~8 min (ARGS=--publish)
+bench-memory: install ## the estimator against live tensors, both log-prob paths, ~30 min (ARGS=--publish)
 	$(PY) -m studies.memory.validation $(ARGS)
 
 bench-gpu: install ## one CUDA GPU: each method a few steps on the 7B architecture, measured vs estimated

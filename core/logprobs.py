@@ -91,6 +91,7 @@ def _forward_chunks(hidden, weight, bias, tokens, temperature, chunk, grad_logps
         if grad_logps:
             dz = _dlogp_dz(log_p, p, tokens[rows]).div_(temperature)
             jac_logps[rows] = (dz.to(dtype) @ weight.to(dtype)).float()
+            del dz  # p's buffer: it must not live on into the next chunk
         del z, log_p, p
     return logps, entropy, logit_mean, argmax, jac_logps, jac_entropy
 

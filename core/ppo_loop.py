@@ -22,7 +22,7 @@ from transformers import GenerationConfig
 from trl.experimental.ppo.ppo_trainer import INVALID_LOGPROB, masked_mean, masked_whiten, truncate_response
 from trl.experimental.utils import empty_cache, first_true_indices, get_reward
 from trl.models.utils import _ForwardRedirection, unwrap_model_for_generation
-from trl.trainer.utils import pad
+from trl.trainer.utils import maybe_gather_lm_head_ctx, pad
 
 from core.logprob_trainers import language_model
 from core.logprobs import token_logprobs
@@ -44,7 +44,9 @@ def _response_logprobs(policy, query_responses, context_length, pad_token_id, te
     model, backbone = language_model(policy)
     inputs = _model_inputs(query_responses, pad_token_id)
     hidden = backbone(**inputs, use_cache=False).last_hidden_state[:, context_length - 1 : -1]
-    return token_logprobs(hidden, model.get_output_embeddings(), query_responses[:, context_length:], temperature)
+    head = model.get_output_embeddings()
+    with maybe_gather_lm_head_ctx(head.weight, head.bias):  # ZeRO-3 partitions it outside its own forward
+        return token_logprobs(hidden, head, query_responses[:, context_length:], temperature)
 
 
 def _policy_and_values(wrapper, query_responses, context_length, pad_token_id, temperature):

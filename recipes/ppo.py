@@ -1,5 +1,5 @@
-"""PPO with QLoRA: a policy and a same-size critic (value model), each a 4-bit base with its own LoRA, trained
-on rule-based rewards from `rewards.REWARDS` through a reward-model adapter (or on a learned reward model).
+"""PPO with QLoRA: a policy and a same-size critic (value model) on one shared 4-bit base, each with its own LoRA,
+trained on rule-based rewards from `rewards.REWARDS` through a reward-model adapter (or on a learned reward model).
 
 Usage:
     make ppo                                    # = python -m recipes.ppo --config recipes/configs/tiny/ppo.yaml

@@ -16,7 +16,7 @@ CLIPPED_FLAG = 0.05  # a method whose held-out completions hit the length limit 
 # the task reward of the batch; DPO and ORPO have no task reward in training, only their implicit reward margin.)
 HOLDS = {
     "grpo": "policy; reference = the same base with the adapter off",
-    "ppo": "policy + critic (a second 4-bit base); reference = adapter off; reward = a function",
+    "ppo": "policy + critic (own LoRA + head on the policy's 4-bit base); reference = adapter off; reward: a function",
     "dpo": "policy; reference = the same base with the adapter off",
     "orpo": "policy; no reference",
 }

@@ -10,7 +10,8 @@ Builds the model from its shipped config.json with random weights (bf16, written
 4-bit as the recipes do. No hub: the prompt is one GSM8K question (tests/fixtures) repeated, the tokenizer is a BPE
 trained on the fixture (the real one cannot be downloaded), and the DPO/ORPO pair is its gold solution against a
 wrong one, so every sequence length is known (random weights never stop early: completions run to their limit).
-Reports per method: peak GPU memory (torch.cuda.max_memory_allocated since training began, the model included)
+Each method runs with both log-prob paths (`--logprobs chunked full`: the configs' chunks, TRL's full logits).
+Reports per method and path: peak GPU memory (torch.cuda.max_memory_allocated since training began, the model included)
 next to `studies.memory.estimate`'s figure for exactly those settings and lengths, and the estimate's error, and the
 live-tensor meter's peak (core.memory_meter, which validated the estimator on the CPU) beside CUDA's own count;
 seconds per step (metered, ~1.1x slower),
@@ -78,12 +79,13 @@ def build_random_model(model: str, work: Path) -> Path:
     return out
 
 
-def estimated_mb(method: str, arch, lengths: dict) -> float:
-    """`studies.memory.estimate` for a bench-gpu run: the 7B config as written, with the run's exact prompt and pair
-    lengths (a pair is cut at the config's max_length, as the trainer cuts it)."""
+def estimated_mb(method: str, arch, lengths: dict, logprobs: str | None = None) -> float:
+    """`studies.memory.estimate` for a bench-gpu run: the 7B config as written (its log-prob path, unless given),
+    with the run's exact prompt and pair lengths (a pair is cut at the config's max_length, as the trainer cuts it)."""
 
     config = REPO_ROOT / "recipes" / "configs" / "7b" / f"{method}.yaml"
     settings = settings_from_config(method, config, lengths["prompt"])
+    settings.logprobs = logprobs or settings.logprobs
     if method in ("dpo", "orpo"):
         settings = with_pair_lengths(settings, lengths)
     return estimate(arch, settings)["total_gb"] * GB / 2**20
@@ -119,6 +121,9 @@ def main(argv=None):
     parser.add_argument("--steps", type=int, default=2)
     parser.add_argument("--work", default="/tmp/bench-gpu", help="where the random model is written (~15 GB)")
     parser.add_argument("--out", default="results/bench/gpu")
+    parser.add_argument(
+        "--logprobs", nargs="+", default=["chunked", "full"], choices=["chunked", "full"], help="log-prob paths to run"
+    )
     one_line_errors()
     args = parser.parse_args(argv)
     require_cuda()  # before anything slow
@@ -139,8 +144,8 @@ def main(argv=None):
         model_dir, grpo_config["num_generations"], grpo_config["max_completion_length"]
     )
     records = []
-    for method in METHODS:
-        run_dir = out / method
+    for method, logprobs in [(m, lp) for m in METHODS for lp in args.logprobs]:
+        run_dir = out / f"{method}-{logprobs}"
         shutil.rmtree(run_dir, ignore_errors=True)  # this bench's own folder from an earlier run
         data = ["--dataset_name", str(pairs)] if method in ("dpo", "orpo") else ["--dataset_name", str(prompts)]
         command = [
@@ -161,6 +166,8 @@ def main(argv=None):
             "1",
             "--measure_tensor_memory",
             "true",
+            "--logprobs",
+            logprobs,
             *data,
         ]
         result = subprocess.run(command, capture_output=True, text=True)
@@ -168,11 +175,12 @@ def main(argv=None):
             raise SystemExit(f"{method} failed:\n{result.stdout[-2000:]}\n{result.stderr[-3000:]}")
         cost = json.loads((run_dir / "cost.json").read_text())
         samples = samples_trained(method, run_dir, cost["train_steps"])
-        estimate_mb = estimated_mb(method, arch, lengths)
+        estimate_mb = estimated_mb(method, arch, lengths, logprobs)
         error = (estimate_mb - cost["peak_memory_mb"]) / cost["peak_memory_mb"]
         records.append(
             {
                 "method": method,
+                "logprobs": logprobs,
                 "accuracy": None,
                 "accuracy_ci95": None,
                 "peak_memory_mb": cost["peak_memory_mb"],
@@ -196,7 +204,7 @@ def main(argv=None):
             }
         )
         print(
-            f"{method:>5}: max_memory_allocated {cost['peak_memory_mb'] / 1024:.2f} GB, estimated "
+            f"{method:>5} {logprobs:>7}: max_memory_allocated {cost['peak_memory_mb'] / 1024:.2f} GB, estimated "
             f"{estimate_mb / 1024:.2f} GB, error {error:+.1%} (live-tensor meter {cost['peak_tensor_mb'] / 1024:.2f}"
             f" GB); {records[-1]['seconds_per_step']:.1f} s/step",
             flush=True,
@@ -215,14 +223,15 @@ def main(argv=None):
     lines = [
         f"# GPU benchmark: {args.model} in 4-bit + LoRA, {settings['device']}",
         "",
-        "| method | max_memory_allocated GB | estimated GB | error | s/step | samples/s | generation tokens/s "
-        "| models |",
-        "|---|---|---|---|---|---|---|---|",
+        "| method | log-probs | max_memory_allocated GB | estimated GB | error | s/step | samples/s "
+        "| generation tokens/s | models |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in records:
         gen = "" if r["generation_tokens_per_second"] is None else f"{r['generation_tokens_per_second']:.0f}"
         lines.append(
-            f"| {r['method']} | {r['peak_memory_mb'] / 1024:.2f} | {r['estimated_memory_mb'] / 1024:.2f} "
+            f"| {r['method']} | {r['logprobs']} | {r['peak_memory_mb'] / 1024:.2f} "
+            f"| {r['estimated_memory_mb'] / 1024:.2f} "
             f"| {r['estimate_error']:+.1%} | {r['seconds_per_step']:.1f} "
             f"| {r['samples_per_second']:.2f} | {gen} | {r['models_in_memory']} |"
         )

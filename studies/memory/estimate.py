@@ -3,6 +3,7 @@
 Usage:
     make estimate MODEL=qwen2.5-7b GPU_GB=24          # = python -m studies.memory.estimate --model qwen2.5-7b
     make estimate MODEL=recipes/models/qwen2.5-7b-instruct.json K=16 SEQ=1024
+    make estimate MODEL=qwen2.5-7b ARGS="--logprobs full"   # TRL's full-vocabulary logits, not the chunks
     python -m studies.memory.estimate --model qwen2.5-7b --json   # one JSON object, method -> component -> GB
 
 The model is built on the `meta` device from its config.json (a shipped short name, a path, or a hub id: only
@@ -55,7 +56,7 @@ from core.memory_meter import quant_state_tensors
 REPO_ROOT = Path(__file__).resolve().parents[2]
 GB = 2**30
 METHODS = ("grpo", "ppo", "dpo", "orpo")
-GPU_SIZES_GB = (16, 24, 40, 80)
+GPU_SIZES_GB = (8, 12, 16, 24, 40, 80)
 # config.json of the models the 7B recipes use, so the estimate works offline.
 MODELS = {
     "qwen2.5-7b": "recipes/models/qwen2.5-7b-instruct.json",
@@ -283,10 +284,11 @@ def _scored_tokens(settings: Settings, sequences: int) -> int:
 
 
 def _chunked_bytes(arch: Architecture, settings: Settings, sequences: int) -> float:
-    """core.logprobs' transient: four fp32 [chunk x vocabulary] buffers at a time (the chunk's logits, log-softmax,
-    softmax and their product; measured), plus the fp32 d logp / d h rows it keeps for backward."""
+    """core.logprobs' transient: three fp32 [chunk x vocabulary] buffers at a time (the chunk's log-softmax, its
+    softmax, and their product or logsumexp's temporaries; measured), plus the fp32 d logp / d h rows it keeps for
+    backward."""
     scored = _scored_tokens(settings, sequences)
-    return 4 * 4 * min(chunk_tokens(arch.vocab), scored) * arch.vocab + 4 * scored * arch.hidden
+    return 3 * 4 * min(chunk_tokens(arch.vocab), scored) * arch.vocab + 4 * scored * arch.hidden
 
 
 def _logits_bytes(arch: Architecture, settings: Settings, sequences: int, e: int) -> float:
@@ -365,12 +367,43 @@ def estimate(arch: Architecture, settings: Settings) -> dict[str, float]:
     return {key: value / GB for key, value in out.items()}
 
 
+COMPONENT_NAMES = {
+    "weights_gb": "weights (4-bit linears + constants, bf16 embeddings/lm_head/norms)",
+    "lora_gb": "LoRA weights",
+    "gradients_gb": "gradients (during backward)",
+    "optimizer_gb": "optimizer state",
+    "critic_weights_gb": "critic's own tensors (LoRA + head; its base is the policy's)",
+    "rollout_buffer_gb": "rollout buffer (PPO)",
+    "activations_gb": "activations",
+    "logits_gb": "logits and copies (chunked: one chunk + gradient rows)",
+    "kv_cache_gb": "KV cache for generation (its own phase)",
+    "reference_pass_gb": "reference log-prob pass (its own phase)",
+}
+
+
+def markdown_table(chunked: dict, full: dict) -> str:
+    """docs/memory.md's 7B table: the components of the chunked path, and both paths' totals."""
+    lines = ["| component (GB) | GRPO | PPO | DPO | ORPO |", "|---|---|---|---|---|"]
+    for key, name in COMPONENT_NAMES.items():
+        lines.append(f"| {name} | " + " | ".join(f"{chunked[m][key]:.2f}" for m in METHODS) + " |")
+    lines.append(
+        "| **total, `logprobs: chunked`** | " + " | ".join(f"**{chunked[m]['total_gb']:.2f}**" for m in METHODS) + " |"
+    )
+    lines.append("| total, `logprobs: full` | " + " | ".join(f"{full[m]['total_gb']:.2f}" for m in METHODS) + " |")
+    return "\n".join(lines)
+
+
 def fits(total_gb: float, gpu_gb: float) -> bool:
     return total_gb * 1.1 + 0.5 <= gpu_gb
 
 
 def estimate_all(
-    model: str, profile: str = "7b", k: int | None = None, seq: int | None = None, config_dir: Path | None = None
+    model: str,
+    profile: str = "7b",
+    k: int | None = None,
+    seq: int | None = None,
+    config_dir: Path | None = None,
+    logprobs: str | None = None,
 ) -> tuple[dict, dict]:
     """(method -> components in GB, method -> Settings) for the profile's recipe configs."""
     arch = architecture(resolve_model_config(model))
@@ -386,6 +419,8 @@ def estimate_all(
             settings.micro_batch, settings.generation_batch = k, k * prompts
         if seq is not None:
             settings.prompt_length, settings.completion_length = seq // 2, seq - seq // 2
+        if logprobs is not None:
+            settings.logprobs = logprobs
         results[method] = estimate(arch, settings)
         settings_by_method[method] = settings
     return results, settings_by_method
@@ -397,12 +432,15 @@ def main(argv=None):
     parser.add_argument("--profile", default="7b", help="recipe configs the settings come from")
     parser.add_argument("--k", type=int, help="GRPO group size (completions per prompt in a micro-batch)")
     parser.add_argument("--seq", type=int, help="prompt + completion tokens (split half and half)")
+    parser.add_argument(
+        "--logprobs", choices=("full", "chunked"), help="log-prob path for every method (default: the configs')"
+    )
     parser.add_argument("--gpu_gb", type=float, default=24.0)
     parser.add_argument("--json", action="store_true", help="print one JSON object, method -> component -> GB")
     one_line_errors()
     args = parser.parse_args(argv)
 
-    results, settings = estimate_all(args.model, args.profile, args.k, args.seq)
+    results, settings = estimate_all(args.model, args.profile, args.k, args.seq, logprobs=args.logprobs)
     if args.json:
         print(json.dumps({m: {c: round(v, 4) for c, v in r.items()} for m, r in results.items()}, indent=2))
         return results
@@ -422,7 +460,7 @@ def main(argv=None):
         print(
             f"{method}: micro-batch {s.micro_batch}, prompt {s.prompt_length} + completion {s.completion_length} "
             f"tokens, generation batch {s.generation_batch}, {s.dtype}, LoRA r={s.lora_r}, {s.optimizer}, "
-            f"gradient checkpointing {s.gradient_checkpointing}"
+            f"gradient checkpointing {s.gradient_checkpointing}, log-probs {s.logprobs}"
         )
     return results
 

@@ -1,25 +1,28 @@
 """Validate the memory estimator: each method trains 2 steps through its real recipe, 4-bit + LoRA, on random-init
-Qwen2 models of two sizes, with the 7B profile's settings; the peak of live tensor bytes (core.memory_meter, what
+Qwen2 models, with the 7B profile's settings; the peak of live tensor bytes (core.memory_meter, what
 torch.cuda.max_memory_allocated counts on a GPU) is compared with `studies.memory.estimate` for exactly those settings.
 
 Usage:
-    make bench-memory                         # = python -m studies.memory.validation: both sizes, ~8 min on 2 cores
-    python -m studies.memory.validation --sizes small --methods grpo ppo --out results/bench/memory
+    make bench-memory                         # = python -m studies.memory.validation: every model, ~30 min on 2 cores
+    python -m studies.memory.validation --sizes qwen-vocab --logprobs chunked --methods grpo ppo --no-time
 
-Settings are `recipes/configs/7b/<method>.yaml` as written (micro-batch, GRPO's k = 8, LoRA r=16 on all linear
-layers, nested NF4, paged_adamw_8bit, bf16 compute, PPO's critic), run with activation checkpointing on and off,
-with three changes for a CPU's time: completions of 64 tokens instead of the 7B length, one micro-batch per
-optimizer step (gradient_accumulation_steps 1: the peak is per micro-batch; PPO's rollout buffer shrinks with it
-and the estimator is given the same), and `use_cpu`. The data is one GSM8K question (with the 7B system prompt)
-repeated, and one chosen/rejected pair built from it, so every sequence length is known exactly: a random model
-never stops early, so completions run to their limit.
+Models: ~86M and ~320M parameters at a 32,000-token vocabulary, and one at Qwen2.5's 152,064 tokens (hidden 512, 4
+layers), where the logits dominate as they do at 7B. Each runs both log-prob paths (`logprobs: full`, TRL's;
+`chunked`, core.logprobs) with activation checkpointing on and off. Settings are `recipes/configs/7b/<method>.yaml`
+as written (micro-batch, GRPO's k = 8, LoRA r=16 on all linear layers, nested NF4, paged_adamw_8bit, bf16 compute,
+PPO's critic on the policy's base), with three changes for a CPU's time: completions of 64 tokens instead of the 7B
+length, one generation's micro-batches per optimizer step (GRPO: k / micro-batch = 2, the others 1: the peak is
+per micro-batch; PPO's rollout shrinks with it and the estimator is given the same), and `use_cpu`. The data is
+one GSM8K question (with the 7B system prompt) repeated, and one chosen/rejected pair built from it, so every
+sequence length is known exactly: a random model never stops early, so completions run to their limit.
 
 Per run it compares three measured parts with the estimate's: the model (4-bit bases, LoRA, PPO's critic: live
 when training starts), what stays live between steps (adds the optimizer state), and the peak. Writes
-<out>/validation.json (a list of records: method, model, settings, measured MB, estimated MB, relative error,
-parts) and prints a table, then times the small GRPO run without the meter against the metered one
-(<out>/overhead.json: the meter's cost). `--publish` also writes results/memory/validation.json, which the
-docs/memory.md's validation table and tests/studies/memory/test_validation.py read.
+<out>/validation.json (records: method, model, vocab_size, logprobs, settings, measured MB, estimated MB, relative
+error, parts) and prints a table; then times each method's two log-prob paths without the meter at Qwen2.5's
+vocabulary (<out>/time.json: chunked / full training seconds) and the small GRPO run without the meter against the
+metered one (<out>/overhead.json: the meter's cost). `--publish` also writes results/memory/validation.json and
+time.json, which docs/memory.md's tables and tests/studies/memory/test_validation.py read.
 """
 
 import argparse
@@ -34,7 +37,7 @@ from pathlib import Path
 import yaml
 
 from core.errors import one_line_errors
-from studies.memory.estimate import GB, architecture, estimate, settings_from_config
+from studies.memory.estimate import GB, Settings, architecture, estimate, settings_from_config
 from studies.tiny_world import build_tokenizer
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -104,6 +107,15 @@ def write_data(work: Path, tokenizer_dir: Path, system_prompt: str) -> dict:
     }
 
 
+def accumulation(method: str) -> int:
+    """Micro-batches per optimizer step: one, except that GRPO needs a whole group of k completions per generation
+    batch (the 7B config's micro-batch of 4 is half of k = 8); the peak is per micro-batch either way."""
+    if method != "grpo":
+        return 1
+    config = yaml.safe_load((REPO_ROOT / "recipes" / "configs" / "7b" / "grpo.yaml").read_text())
+    return max(1, config["num_generations"] // config["per_device_train_batch_size"])
+
+
 def run_args(
     method: str, model_dir: Path, work: Path, run_dir: Path, checkpointing: bool, logprobs: str = "full"
 ) -> list[str]:
@@ -122,7 +134,7 @@ def run_args(
         "--max_steps",
         "2",
         "--gradient_accumulation_steps",
-        "1",
+        str(accumulation(method)),
         "--save_strategy",
         "no",
         "--logging_steps",
@@ -150,16 +162,18 @@ def with_pair_lengths(settings, lengths: dict):
     )
 
 
-def estimator_settings(method: str, lengths: dict, checkpointing: bool):
+def estimator_settings(method: str, lengths: dict, checkpointing: bool, logprobs: str):
     """The estimator's view of exactly what the run does: the 7B config as `make estimate` reads it, with this
     benchmark's overrides and the runs' exact lengths."""
     config = REPO_ROOT / "recipes" / "configs" / "7b" / f"{method}.yaml"
     settings = dataclasses.replace(
-        settings_from_config(method, config, lengths["prompt"]), gradient_checkpointing=checkpointing
+        settings_from_config(method, config, lengths["prompt"]),
+        gradient_checkpointing=checkpointing,
+        logprobs=logprobs,
     )
     if method == "grpo":
         return dataclasses.replace(
-            settings, completion_length=COMPLETION_TOKENS, generation_batch=settings.micro_batch
+            settings, completion_length=COMPLETION_TOKENS, generation_batch=settings.micro_batch * accumulation(method)
         )
     if method == "ppo":  # one micro-batch per step: the rollout is one too
         return dataclasses.replace(
@@ -182,7 +196,34 @@ def estimated_parts(components: dict) -> dict:
     }
 
 
-def measure(size: str, methods, checkpointing_modes, work: Path) -> list[dict]:
+def with_estimate(record: dict, arch=None) -> dict:
+    """Fills a record's estimated fields from the current estimator (its measured fields stay as they are)."""
+    from transformers import Qwen2Config
+
+    if arch is None:
+        m = record["model"]
+        arch = architecture(
+            Qwen2Config(
+                vocab_size=m["vocab"],
+                hidden_size=m["hidden"],
+                intermediate_size=m["intermediate"],
+                num_hidden_layers=m["layers"],
+                num_attention_heads=m["heads"],
+                num_key_value_heads=m["kv_heads"],
+                tie_word_embeddings=False,
+            )
+        )
+    components = estimate(arch, Settings(**record["settings"]))
+    estimated = estimated_parts(components)
+    record["estimated_mb"] = round(estimated["peak"], 1)
+    record["error"] = round((estimated["peak"] - record["measured_mb"]) / record["measured_mb"], 4)
+    for part, value in estimated.items():
+        record["parts_mb"][part]["estimated"] = round(value, 1)
+    record["estimated_components_mb"] = {k: round(v * GB / 2**20, 1) for k, v in components.items()}
+    return record
+
+
+def measure(size: str, methods, checkpointing_modes, logprobs_modes, work: Path) -> list[dict]:
     hidden, layers, vocab = SIZES[size]
     model_dir = work / f"model-{size}"
     config = build_model(model_dir, hidden, layers, vocab)
@@ -191,57 +232,53 @@ def measure(size: str, methods, checkpointing_modes, work: Path) -> list[dict]:
     lengths = write_data(work, model_dir, system_prompt)
     parameters = sum(i * o for _, i, o in arch.quantized) + arch.other_params
     records = []
-    for checkpointing in checkpointing_modes:
-        for method in methods:
-            run_dir = work / f"{size}-{method}-{'ckpt' if checkpointing else 'nockpt'}"
-            shutil.rmtree(run_dir, ignore_errors=True)  # this bench's own folder from an earlier run
-            start = time.time()
-            command = [
-                sys.executable,
-                "-m",
-                f"recipes.{method}",
-                *run_args(method, model_dir, work, run_dir, checkpointing),
-            ]
-            result = subprocess.run(command, capture_output=True, text=True, cwd=REPO_ROOT)
-            if result.returncode:
-                raise SystemExit(f"{method} ({size}) failed:\n{result.stdout[-2000:]}\n{result.stderr[-3000:]}")
-            cost = json.loads((run_dir / "cost.json").read_text())
-            settings = estimator_settings(method, lengths, checkpointing)
-            components = estimate(arch, settings)
-            estimated = estimated_parts(components)
-            measured = cost["tensor_mb"]
-            record = {
-                "method": method,
-                "size": size,
-                "model": {
-                    "parameters": parameters,
-                    "hidden": hidden,
-                    "layers": layers,
-                    "vocab": vocab,
-                    "intermediate": config.intermediate_size,
-                    "heads": config.num_attention_heads,
-                    "kv_heads": config.num_key_value_heads,
-                },
-                "settings": dataclasses.asdict(settings),
-                "measured_mb": round(measured["peak"], 1),
-                "estimated_mb": round(estimated["peak"], 1),
-                "error": round((estimated["peak"] - measured["peak"]) / measured["peak"], 4),
-                "parts_mb": {
-                    part: {"measured": round(measured[part], 1), "estimated": round(estimated[part], 1)}
-                    for part in estimated
-                },
-                "estimated_components_mb": {k: round(v * GB / 2**20, 1) for k, v in components.items()},
-                "peak_rss_mb": round(cost["peak_memory_mb"], 1),
-                "seconds": round(time.time() - start, 1),
-            }
-            records.append(record)
-            print(
-                f"{size:>6} {method:>4} checkpointing {'on ' if checkpointing else 'off'}: measured "
-                f"{record['measured_mb']:7.1f} MB, estimated {record['estimated_mb']:7.1f} MB, error "
-                f"{record['error']:+.1%}  (model {measured['model']:.0f}/{estimated['model']:.0f}, between steps "
-                f"{measured['between_steps']:.0f}/{estimated['between_steps']:.0f}; {record['seconds']:.0f} s)",
-                flush=True,
-            )
+    plan = [(lp, ckpt, m) for lp in logprobs_modes for ckpt in checkpointing_modes for m in methods]
+    for logprobs, checkpointing, method in plan:
+        run_dir = work / f"{size}-{method}-{logprobs}-{'ckpt' if checkpointing else 'nockpt'}"
+        shutil.rmtree(run_dir, ignore_errors=True)  # this bench's own folder from an earlier run
+        start = time.time()
+        command = [
+            sys.executable,
+            "-m",
+            f"recipes.{method}",
+            *run_args(method, model_dir, work, run_dir, checkpointing, logprobs),
+        ]
+        result = subprocess.run(command, capture_output=True, text=True, cwd=REPO_ROOT)
+        if result.returncode:
+            raise SystemExit(f"{method} ({size}) failed:\n{result.stdout[-2000:]}\n{result.stderr[-3000:]}")
+        cost = json.loads((run_dir / "cost.json").read_text())
+        settings = estimator_settings(method, lengths, checkpointing, logprobs)
+        measured = cost["tensor_mb"]
+        record = {
+            "method": method,
+            "size": size,
+            "vocab_size": vocab,
+            "logprobs": logprobs,
+            "model": {
+                "parameters": parameters,
+                "hidden": hidden,
+                "layers": layers,
+                "vocab": vocab,
+                "intermediate": config.intermediate_size,
+                "heads": config.num_attention_heads,
+                "kv_heads": config.num_key_value_heads,
+            },
+            "settings": dataclasses.asdict(settings),
+            "measured_mb": round(measured["peak"], 1),
+            "parts_mb": {part: {"measured": round(measured[part], 1)} for part in ("model", "between_steps", "peak")},
+            "peak_rss_mb": round(cost["peak_memory_mb"], 1),
+            "seconds": round(time.time() - start, 1),
+        }
+        with_estimate(record, arch)
+        estimated = {part: values["estimated"] for part, values in record["parts_mb"].items()}
+        records.append(record)
+        print(
+            f"{size:>10} {method:>4} {logprobs:>7} checkpointing {'on ' if checkpointing else 'off'}: measured "
+            f"{record['measured_mb']:7.1f} MB, estimated {record['estimated_mb']:7.1f} MB, error "
+            f"{record['error']:+.1%}  (model {measured['model']:.0f}/{estimated['model']:.0f}, between steps "
+            f"{measured['between_steps']:.0f}/{estimated['between_steps']:.0f}; {record['seconds']:.0f} s)",
+            flush=True,
+        )
     return records
 
 
@@ -271,15 +308,49 @@ def meter_overhead(work: Path) -> dict:
     }
 
 
+def logprobs_time(work: Path, methods) -> list[dict]:
+    """Training seconds of each method with TRL's log-prob path and the chunked one, on the Qwen2.5-vocabulary
+    model, checkpointing on, without the meter, measured now, one after the other."""
+    hidden, layers, vocab = SIZES["qwen-vocab"]
+    model_dir = work / "model-qwen-vocab"
+    build_model(model_dir, hidden, layers, vocab)
+    rows = []
+    for method in methods:
+        seconds = {}
+        for logprobs in ("full", "chunked"):
+            run_dir = work / f"time-{method}-{logprobs}"
+            shutil.rmtree(run_dir, ignore_errors=True)
+            args = run_args(method, model_dir, work, run_dir, True, logprobs)
+            args[args.index("--measure_tensor_memory") + 1] = "false"
+            result = subprocess.run(
+                [sys.executable, "-m", f"recipes.{method}", *args], capture_output=True, text=True, cwd=REPO_ROOT
+            )
+            if result.returncode:
+                raise SystemExit(f"{method} ({logprobs}, timing) failed:\n{result.stderr[-3000:]}")
+            seconds[logprobs] = json.loads((run_dir / "cost.json").read_text())["train_seconds"]
+        rows.append(
+            {
+                "method": method,
+                "vocab_size": vocab,
+                "train_seconds_full": round(seconds["full"], 2),
+                "train_seconds_chunked": round(seconds["chunked"], 2),
+                "ratio": round(seconds["chunked"] / seconds["full"], 3),
+            }
+        )
+        print(f"{method}: chunked / full training seconds {rows[-1]['ratio']:.2f}x", flush=True)
+    return rows
+
+
 def table(records: list[dict]) -> str:
-    """Markdown: method x size x checkpointing, measured live-tensor peak, estimate, error."""
+    """Markdown: method x model x log-prob path x checkpointing, measured live-tensor peak, estimate, error."""
     lines = [
-        "| method | model | activation checkpointing | measured peak MB | estimated MB | error |",
-        "|---|---|---|---|---|---|",
+        "| method | model | vocabulary | log-probs | activation checkpointing | measured peak MB | estimated MB "
+        "| error |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for r in records:
         lines.append(
-            f"| {r['method']} | {r['model']['parameters'] / 1e6:.0f}M | "
+            f"| {r['method']} | {r['model']['parameters'] / 1e6:.0f}M | {r['vocab_size']:,} | {r['logprobs']} | "
             f"{'on' if r['settings']['gradient_checkpointing'] else 'off'} | {r['measured_mb']:,.0f} | "
             f"{r['estimated_mb']:,.0f} | {r['error']:+.1%} |"
         )
@@ -291,6 +362,7 @@ def main(argv=None):
     parser.add_argument("--sizes", nargs="+", default=list(SIZES), choices=SIZES)
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
     parser.add_argument("--checkpointing", nargs="+", default=["on", "off"], choices=["on", "off"])
+    parser.add_argument("--logprobs", nargs="+", default=["full", "chunked"], choices=["full", "chunked"])
     parser.add_argument("--out", default="results/bench/memory")
     parser.add_argument("--publish", action="store_true", help=f"also write {PUBLISHED.relative_to(REPO_ROOT)}")
     parser.add_argument(
@@ -299,14 +371,31 @@ def main(argv=None):
         default=True,
         help="also time the small GRPO run without the meter (<out>/overhead.json)",
     )
+    parser.add_argument(
+        "--time",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="also time each method's chunked log-probs against TRL's at Qwen2.5's vocabulary (<out>/time.json)",
+    )
+    parser.add_argument(
+        "--reestimate",
+        metavar="VALIDATION_JSON",
+        help="after an estimator change: recompute the estimates of these measured records in place; runs nothing",
+    )
     one_line_errors()
     args = parser.parse_args(argv)
 
+    if args.reestimate:
+        path = Path(args.reestimate)
+        records = [with_estimate(record) for record in json.loads(path.read_text())]
+        path.write_text(json.dumps(records, indent=2) + "\n")
+        print(table(records))
+        return records
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     records = []
     for size in args.sizes:
-        records += measure(size, args.methods, [mode == "on" for mode in args.checkpointing], out)
+        records += measure(size, args.methods, [mode == "on" for mode in args.checkpointing], args.logprobs, out)
     text = json.dumps(records, indent=2) + "\n"
     (out / "validation.json").write_text(text)
     if args.publish:
@@ -320,6 +409,11 @@ def main(argv=None):
             f"the live-tensor meter's cost: {overhead['train_seconds_with_meter']} s of training with it, "
             f"{overhead['train_seconds_without_meter']} s without ({overhead['ratio']}x)"
         )
+    if args.time:
+        times = logprobs_time(out, args.methods)
+        (out / "time.json").write_text(json.dumps(times, indent=2) + "\n")
+        if args.publish:
+            (PUBLISHED.parent / "time.json").write_text(json.dumps(times, indent=2) + "\n")
     worst = max(abs(r["error"]) for r in records)
     print(f"largest error {worst:.1%} over {len(records)} runs")
     return records

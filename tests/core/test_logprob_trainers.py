@@ -4,6 +4,8 @@ gradient must agree, and so must the per-token log-probs. On the tiny model and 
 152,064-token vocabulary; fp32 within 1e-5 relative, bf16 autocast within the bounds stated by each test."""
 
 import json
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -17,6 +19,7 @@ from core.errors import UserError
 from core.logprob_trainers import check_logprobs, with_logprobs
 from core.models import model_kwargs
 from rewards import get_reward_funcs
+from tests.conftest import REPO_ROOT
 
 QWEN_VOCAB = 152_064
 FP32_TOLERANCE = 1e-5
@@ -192,3 +195,37 @@ def test_check_logprobs_refuses_what_it_does_not_implement():
     with pytest.raises(UserError, match=r"loss_type: \['ipo'\] \(only sigmoid\); set logprobs: full"):
         check_logprobs("chunked", "dpo", config(DPOConfig, loss_type=["ipo"]))
     check_logprobs("full", "dpo", config(DPOConfig, loss_type=["ipo"]))
+
+
+@pytest.mark.parametrize("method", ["grpo", "ppo", "dpo", "orpo"])
+def test_recipes_refuse_a_bad_logprobs_value_before_loading(method, tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", f"recipes.{method}", "--config", f"recipes/configs/tiny/{method}.yaml"]
+        + ["--logprobs", "fast", "--output_dir", str(tmp_path / "run")],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 1
+    assert "error: logprobs: 'fast' is not one of full, chunked" in result.stderr, result.stderr[-2000:]
+    assert not (tmp_path / "run").exists()  # refused before any folder, data or model
+
+
+@pytest.mark.slow
+def test_chunked_logprobs_under_ddp_keep_gradients_in_sync(tiny_world):
+    """Two CPU processes (gloo): the backbone runs inside DDP's forward (TRL's _ForwardRedirection), so DDP's
+    reducer averages the LoRA gradients; called on the unwrapped model instead, each rank would keep its own."""
+    result = subprocess.run(
+        [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2"]
+        + ["--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no"]
+        + ["tests/core/ddp_logprobs_probe.py", str(tiny_world / "model")],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    assert report["world_size"] == 2 and report["wrapped"] == "DistributedDataParallel", report
+    assert report["losses_differ"], "both ranks saw the same rows: the test would show nothing"
+    assert report["grads_equal"], report

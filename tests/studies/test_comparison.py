@@ -75,7 +75,8 @@ def test_records_measured_costs_per_method(compare_results):
         assert isinstance(r["flag_reward_up_accuracy_not"], bool)
         ci = r["sampled_vs_base_ci95"]
         assert ci[0] <= r["sampled_vs_base"] <= ci[1]
-    # PPO holds the critic, a second 4-bit base; the others one base (the reference is the adapter switched off)
+    # PPO trains two networks, policy and critic (on one shared 4-bit base); the others one (the reference is the
+    # adapter switched off)
     assert records["ppo"]["models_in_memory"] == 2
     assert all(records[m]["models_in_memory"] == 1 for m in ("grpo", "dpo", "orpo"))
     assert records["ppo"]["trainable_params"] > records["grpo"]["trainable_params"]  # the critic's LoRA and head

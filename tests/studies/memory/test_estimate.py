@@ -1,6 +1,7 @@
 """The memory estimator: its arithmetic against hand-computed values, its weight figure against a real 4-bit load,
 and its command-line JSON interface on the shipped 7B config (offline)."""
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -11,7 +12,18 @@ from transformers import AutoModelForCausalLM, Qwen2Config
 from trl import ModelConfig
 
 from core.models import load_model
-from studies.memory.estimate import GB, Settings, architecture, estimate, measured_weight_bytes, quantized_bytes
+from studies.memory.estimate import (
+    GB,
+    METHODS,
+    Settings,
+    architecture,
+    estimate,
+    estimate_all,
+    fits,
+    markdown_table,
+    measured_weight_bytes,
+    quantized_bytes,
+)
 from tests.conftest import REPO_ROOT
 
 # 2 layers, hidden 64, MLP 128, 4 query heads and 2 KV heads of 16, vocabulary 100, untied lm_head.
@@ -87,7 +99,9 @@ def test_component_arithmetic_matches_hand_computed_bytes():
 
     ppo = {key: value * GB for key, value in estimate(arch, small_settings("ppo")).items()}
     critic_trainable = lora + 64  # its own LoRA and a 64 -> 1 head
-    assert ppo["critic_weights_gb"] == 95872 - 6400 * 4 + 64 * 4 + 4 * critic_trainable  # no lm_head
+    # the critic's 4-bit base, embeddings and norms are the policy's tensors: its own are the head (kept by PEFT's
+    # modules_to_save) and its trainable LoRA + head copy
+    assert ppo["critic_weights_gb"] == 64 * 4 + 4 * critic_trainable
     assert ppo["optimizer_gb"] == 8 * (lora + critic_trainable)
     assert ppo["rollout_buffer_gb"] == 8 * 8 * 100 * 4  # rollout of 8 x 8 response tokens, fp32 logits
     # the head over prompt and completion three times, the response's scaled logits twice
@@ -99,6 +113,43 @@ def test_component_arithmetic_matches_hand_computed_bytes():
     assert dpo["reference_pass_gb"] == 8 * 16 * 100 * 8  # chosen + rejected, no gradient, fp32 logits + a copy
     assert dpo["logits_gb"] == 8 * 16 * 100 * 16
     assert dpo["kv_cache_gb"] == 0
+
+
+def test_chunked_logprobs_arithmetic():
+    """`logprobs: chunked`: three fp32 buffers of one chunk of tokens x the vocabulary, plus an fp32 hidden-wide row
+    per scored token; PPO's rollout keeps two fp32 log-probs per response token instead of logits."""
+    arch = architecture(Qwen2Config(**SMALL))  # vocabulary 100: a chunk holds every scored token
+    grpo = {k: v * GB for k, v in estimate(arch, small_settings("grpo", logprobs="chunked")).items()}
+    assert grpo["logits_gb"] == 3 * 4 * (4 * 8) * 100 + 4 * (4 * 8) * 64  # 32 completion tokens
+    orpo = {k: v * GB for k, v in estimate(arch, small_settings("orpo", logprobs="chunked")).items()}
+    assert orpo["logits_gb"] == 3 * 4 * (8 * 16) * 100 + 4 * (8 * 16) * 64  # every position of 8 sequences
+    ppo = {k: v * GB for k, v in estimate(arch, small_settings("ppo", logprobs="chunked")).items()}
+    assert ppo["rollout_buffer_gb"] == 8 * 8 * 8
+    dpo = {k: v * GB for k, v in estimate(arch, small_settings("dpo", logprobs="chunked", generation_batch=0)).items()}
+    assert dpo["reference_pass_gb"] == dpo["logits_gb"] + 8 * 16 * 64 * 4  # + the reference's last hidden states
+
+    big = dataclasses.replace(arch, vocab=152_064)  # a chunk is 110 tokens: the buffers stop growing with length
+    long = estimate(big, small_settings("grpo", logprobs="chunked", completion_length=4096))["logits_gb"] * GB
+    assert long == 3 * 4 * 110 * 152_064 + 4 * (4 * 4096) * 64
+
+
+def test_7b_configs_fit_12_gb_with_chunked_logprobs():
+    """The shipped 7B settings: GRPO, DPO and ORPO within 8 GB, PPO within 12, and all four on a 12 GB GPU with
+    the margin; TRL's path (`--logprobs full`) does not fit 12 GB for any of them."""
+    chunked, settings = estimate_all("qwen2.5-7b")
+    assert {m: s.logprobs for m, s in settings.items()} == dict.fromkeys(METHODS, "chunked")
+    assert settings["grpo"].completion_length == 512 and settings["grpo"].lora_r == 16
+    for method in ("grpo", "dpo", "orpo"):
+        assert chunked[method]["total_gb"] <= 8, method
+    assert chunked["ppo"]["total_gb"] <= 12
+    assert all(fits(r["total_gb"], 12) for r in chunked.values())
+    full, _ = estimate_all("qwen2.5-7b", logprobs="full")
+    assert not any(fits(r["total_gb"], 12) for r in full.values())
+    # docs/memory.md's 7B table is these numbers, and the README's row of totals too
+    assert markdown_table(chunked, full) in (REPO_ROOT / "docs" / "memory.md").read_text()
+    readme = (REPO_ROOT / "README.md").read_text()
+    for results in (chunked, full):
+        assert " | ".join(f"{results[m]['total_gb']:.2f}" for m in METHODS) in readme
 
 
 def test_nested_quantization_constants():
@@ -146,8 +197,8 @@ def test_json_interface_on_the_shipped_7b_config():
         assert components["total_gb"] >= components["weights_gb"] > 0, method
     # 7.6B parameters, 6.5B of them in 4-bit (~0.53 bytes each with constants), 1.09B embeddings/lm_head in bf16
     assert 4.5 < report["grpo"]["weights_gb"] < 6.0
-    assert report["ppo"]["total_gb"] > report["grpo"]["total_gb"]  # the critic is a second base
-    assert report["ppo"]["critic_weights_gb"] > 0.75 * report["ppo"]["weights_gb"]  # all but lm_head
+    assert report["ppo"]["total_gb"] > report["grpo"]["total_gb"]  # the critic's activations, LoRA and optimizer
+    assert report["ppo"]["critic_weights_gb"] < 0.05 * report["ppo"]["weights_gb"]  # its base is the policy's
 
 
 def test_unknown_model_file_fails_clearly():
