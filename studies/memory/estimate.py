@@ -367,32 +367,6 @@ def estimate(arch: Architecture, settings: Settings) -> dict[str, float]:
     return {key: value / GB for key, value in out.items()}
 
 
-COMPONENT_NAMES = {
-    "weights_gb": "weights (4-bit linears + constants, bf16 embeddings/lm_head/norms)",
-    "lora_gb": "LoRA weights",
-    "gradients_gb": "gradients (during backward)",
-    "optimizer_gb": "optimizer state",
-    "critic_weights_gb": "critic's own tensors (LoRA + head; its base is the policy's)",
-    "rollout_buffer_gb": "rollout buffer (PPO)",
-    "activations_gb": "activations",
-    "logits_gb": "logits and copies (chunked: one chunk + gradient rows)",
-    "kv_cache_gb": "KV cache for generation (its own phase)",
-    "reference_pass_gb": "reference log-prob pass (its own phase)",
-}
-
-
-def markdown_table(chunked: dict, full: dict) -> str:
-    """docs/memory.md's 7B table: the components of the chunked path, and both paths' totals."""
-    lines = ["| component (GB) | GRPO | PPO | DPO | ORPO |", "|---|---|---|---|---|"]
-    for key, name in COMPONENT_NAMES.items():
-        lines.append(f"| {name} | " + " | ".join(f"{chunked[m][key]:.2f}" for m in METHODS) + " |")
-    lines.append(
-        "| **total, `logprobs: chunked`** | " + " | ".join(f"**{chunked[m]['total_gb']:.2f}**" for m in METHODS) + " |"
-    )
-    lines.append("| total, `logprobs: full` | " + " | ".join(f"{full[m]['total_gb']:.2f}" for m in METHODS) + " |")
-    return "\n".join(lines)
-
-
 def fits(total_gb: float, gpu_gb: float) -> bool:
     return total_gb * 1.1 + 0.5 <= gpu_gb
 

@@ -38,6 +38,7 @@ import yaml
 
 from core.errors import one_line_errors
 from studies.memory.estimate import GB, Settings, architecture, estimate, settings_from_config
+from studies.memory.tables import validation_table
 from studies.tiny_world import build_tokenizer
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -341,22 +342,6 @@ def logprobs_time(work: Path, methods) -> list[dict]:
     return rows
 
 
-def table(records: list[dict]) -> str:
-    """Markdown: method x model x log-prob path x checkpointing, measured live-tensor peak, estimate, error."""
-    lines = [
-        "| method | model | vocabulary | log-probs | activation checkpointing | measured peak MB | estimated MB "
-        "| error |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
-    for r in records:
-        lines.append(
-            f"| {r['method']} | {r['model']['parameters'] / 1e6:.0f}M | {r['vocab_size']:,} | {r['logprobs']} | "
-            f"{'on' if r['settings']['gradient_checkpointing'] else 'off'} | {r['measured_mb']:,.0f} | "
-            f"{r['estimated_mb']:,.0f} | {r['error']:+.1%} |"
-        )
-    return "\n".join(lines)
-
-
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", nargs="+", default=list(SIZES), choices=SIZES)
@@ -389,7 +374,7 @@ def main(argv=None):
         path = Path(args.reestimate)
         records = [with_estimate(record) for record in json.loads(path.read_text())]
         path.write_text(json.dumps(records, indent=2) + "\n")
-        print(table(records))
+        print(validation_table(records))
         return records
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -401,7 +386,7 @@ def main(argv=None):
     if args.publish:
         PUBLISHED.parent.mkdir(parents=True, exist_ok=True)
         PUBLISHED.write_text(text)
-    print(table(records))
+    print(validation_table(records))
     if args.overhead:
         overhead = meter_overhead(out)
         (out / "overhead.json").write_text(json.dumps(overhead, indent=2) + "\n")

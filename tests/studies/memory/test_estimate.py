@@ -20,10 +20,10 @@ from studies.memory.estimate import (
     estimate,
     estimate_all,
     fits,
-    markdown_table,
     measured_weight_bytes,
     quantized_bytes,
 )
+from studies.memory.tables import estimate_table
 from tests.conftest import REPO_ROOT
 
 # 2 layers, hidden 64, MLP 128, 4 query heads and 2 KV heads of 16, vocabulary 100, untied lm_head.
@@ -146,7 +146,7 @@ def test_7b_configs_fit_12_gb_with_chunked_logprobs():
     full, _ = estimate_all("qwen2.5-7b", logprobs="full")
     assert not any(fits(r["total_gb"], 12) for r in full.values())
     # docs/memory.md's 7B table is these numbers, and the README's row of totals too
-    assert markdown_table(chunked, full) in (REPO_ROOT / "docs" / "memory.md").read_text()
+    assert estimate_table(chunked, full) in (REPO_ROOT / "docs" / "memory.md").read_text()
     readme = (REPO_ROOT / "README.md").read_text()
     for results in (chunked, full):
         assert " | ".join(f"{results[m]['total_gb']:.2f}" for m in METHODS) in readme
