@@ -4,7 +4,7 @@ full-vocabulary logits live inside one loop rather than in a method a subclass c
 What differs from TRL's, and nothing else:
 - the rollout generates without `output_scores` (TRL stacks every step's fp32 scores into [rollout x response x
   vocabulary] and keeps them through the epochs); the rollout's log-probs come from a no-grad forward of the policy,
-  the same computation as the training forward, so the first epoch's ratio is 1 up to nothing at all;
+  the same computation as the training forward, so the first epoch's ratio is exactly 1;
 - the reference and training forwards read the backbone's hidden states at the response positions and the head in
   chunks (TRL's forward returns logits for every position of prompt and response);
 - the entropy statistic comes from the same pass.
