@@ -5,7 +5,7 @@ overridden to read the backbone's hidden states and the head in chunks instead (
 - DPO: `_compute_loss` (policy and reference in one method in TRL 1.12) and `compute_ref_log_probs`
   (precomputed references); the sigmoid loss only, with TRL's metrics.
 - ORPO: `concatenated_forward` (the log-odds term and the chosen half's NLL).
-PPO's is a loop, not a method: core.ppo_trainer.
+PPO's is a loop, not a method: core.ppo_loop (which shares ChunkedLogprobs and head_logprobs).
 
 The backbone runs inside the prepared model's forward (TRL's `_ForwardRedirection`), so DDP's gradient hooks and
 ZeRO-3's parameter gathering still fire, under the accelerator's autocast, as the model's own forward would; what
@@ -56,8 +56,15 @@ def language_model(unwrapped):
     return model, model.base_model
 
 
-class _Chunked:
-    """What the three trainers share: run a function on the unwrapped model inside the prepared model's forward."""
+def head_logprobs(unwrapped, hidden, tokens, temperature=1.0, entropy_grad=False) -> TokenLogProbs:
+    """`token_logprobs` with the model's own head (gathered when ZeRO-3 partitions it)."""
+    head = language_model(unwrapped)[0].get_output_embeddings()
+    with maybe_gather_lm_head_ctx(head.weight, head.bias):
+        return token_logprobs(hidden, head, tokens, temperature, entropy_grad)
+
+
+class ChunkedLogprobs:
+    """What the four trainers share: run a function on the unwrapped model inside the prepared model's forward."""
 
     def _inside_forward(self, model, fn, *args):
         unwrapped = self.accelerator.unwrap_model(model)
@@ -66,17 +73,11 @@ class _Chunked:
                 return fn(unwrapped, *args)
             return _ForwardRedirection()(model, unwrapped, fn, unwrapped, *args)
 
-    @staticmethod
-    def _head_logprobs(unwrapped, hidden, tokens, temperature=1.0, entropy_grad=False) -> TokenLogProbs:
-        head = language_model(unwrapped)[0].get_output_embeddings()
-        with maybe_gather_lm_head_ctx(head.weight, head.bias):
-            return token_logprobs(hidden, head, tokens, temperature, entropy_grad)
-
     def _sequence_logprobs(self, unwrapped, model_kwargs, positions):
         """Log-probs of each sequence's next tokens at `positions` ([B, L-1] bool): [B, L-1] tensors, 0 elsewhere."""
         hidden = language_model(unwrapped)[1](**model_kwargs).last_hidden_state[:, :-1]
         labels = model_kwargs["input_ids"][:, 1:]
-        out = self._head_logprobs(unwrapped, hidden[positions], labels[positions])
+        out = head_logprobs(unwrapped, hidden[positions], labels[positions])
         full = []
         for values in out:
             grid = torch.zeros(labels.shape, dtype=values.dtype, device=values.device)
@@ -84,7 +85,7 @@ class _Chunked:
         return TokenLogProbs(*full)
 
 
-class ChunkedGRPO(_Chunked):
+class ChunkedGRPO(ChunkedLogprobs):
     def _get_per_token_logps_and_entropies(
         self,
         model,
@@ -112,13 +113,13 @@ class ChunkedGRPO(_Chunked):
     def _completion_logprobs(self, unwrapped, input_ids, attention_mask, logits_to_keep):
         hidden = self._get_last_hidden_state(unwrapped, input_ids, attention_mask, logits_to_keep)
         tokens = input_ids[:, -logits_to_keep:]
-        return self._head_logprobs(unwrapped, hidden, tokens, self.temperature, self._entropy_bonus_enabled)
+        return head_logprobs(unwrapped, hidden, tokens, self.temperature, self._entropy_bonus_enabled)
 
 
 _DPO_INPUTS_NOT_FOR_THE_MODEL = {"completion_mask", "ref_chosen_logps", "ref_rejected_logps"}
 
 
-class ChunkedDPO(_Chunked):
+class ChunkedDPO(ChunkedLogprobs):
     def _dpo_forward(self, model, inputs):
         kwargs = {k: v for k, v in inputs.items() if k not in _DPO_INPUTS_NOT_FOR_THE_MODEL}
         kwargs["use_cache"] = False
@@ -182,7 +183,7 @@ class ChunkedDPO(_Chunked):
         return loss
 
 
-class ChunkedORPO(_Chunked):
+class ChunkedORPO(ChunkedLogprobs):
     def concatenated_forward(self, model, batch):
         if self.is_encoder_decoder or self.aux_loss_enabled:
             raise ValueError("logprobs: chunked covers decoder-only models without MoE aux loss; set logprobs: full")

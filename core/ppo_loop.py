@@ -21,11 +21,10 @@ import torch
 from transformers import GenerationConfig
 from trl.experimental.ppo.ppo_trainer import INVALID_LOGPROB, masked_mean, masked_whiten, truncate_response
 from trl.experimental.utils import empty_cache, first_true_indices, get_reward
-from trl.models.utils import _ForwardRedirection, unwrap_model_for_generation
-from trl.trainer.utils import maybe_gather_lm_head_ctx, pad
+from trl.models.utils import unwrap_model_for_generation
+from trl.trainer.utils import pad
 
-from core.logprob_trainers import language_model
-from core.logprobs import token_logprobs
+from core.logprob_trainers import ChunkedLogprobs, head_logprobs, language_model
 from core.ppo_trainer import ResumablePPOTrainer
 
 
@@ -41,12 +40,10 @@ def _model_inputs(query_responses, pad_token_id):
 
 def _response_logprobs(policy, query_responses, context_length, pad_token_id, temperature):
     """Per-token log-probs (and entropies) of the response tokens under `policy` at the temperature."""
-    model, backbone = language_model(policy)
+    backbone = language_model(policy)[1]
     inputs = _model_inputs(query_responses, pad_token_id)
     hidden = backbone(**inputs, use_cache=False).last_hidden_state[:, context_length - 1 : -1]
-    head = model.get_output_embeddings()
-    with maybe_gather_lm_head_ctx(head.weight, head.bias):  # ZeRO-3 partitions it outside its own forward
-        return token_logprobs(hidden, head, query_responses[:, context_length:], temperature)
+    return head_logprobs(policy, hidden, query_responses[:, context_length:], temperature)
 
 
 def _policy_and_values(wrapper, query_responses, context_length, pad_token_id, temperature):
@@ -75,17 +72,15 @@ def _generate(policy, queries, batch_size, pad_token_id, generation_config):
     return padded.view(-1, padded.shape[-1])[: queries.shape[0]]
 
 
-class ChunkedPPOTrainer(ResumablePPOTrainer):
+class ChunkedPPOTrainer(ChunkedLogprobs, ResumablePPOTrainer):
     def _temperature(self):
         return self.args.temperature + 1e-7  # as TRL's loop divides
 
     def _training_forward(self, model, query_responses, context_length):
-        unwrapped = self.accelerator.unwrap_model(model)
-        args = (query_responses, context_length, self.processing_class.pad_token_id, self._temperature())
-        with self.accelerator.autocast():
-            if model is unwrapped:
-                return _policy_and_values(unwrapped, *args)
-            return _ForwardRedirection()(model, unwrapped, _policy_and_values, unwrapped, *args)
+        pad_token_id, temperature = self.processing_class.pad_token_id, self._temperature()
+        return self._inside_forward(
+            model, _policy_and_values, query_responses, context_length, pad_token_id, temperature
+        )
 
     @torch.no_grad()
     def _rollout(self, queries):

@@ -11,11 +11,11 @@ from peft import get_peft_model
 from transformers import AutoModelForCausalLM
 from trl import ModelConfig, get_peft_config
 
-from core.logprob_trainers import _Chunked
+from core.logprob_trainers import ChunkedLogprobs
 from core.models import load_model
 
 
-class Probe(_Chunked):
+class Probe(ChunkedLogprobs):
     def __init__(self, accelerator):
         self.accelerator = accelerator
 
