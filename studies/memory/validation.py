@@ -118,7 +118,13 @@ def accumulation(method: str) -> int:
 
 
 def run_args(
-    method: str, model_dir: Path, work: Path, run_dir: Path, checkpointing: bool, logprobs: str = "full"
+    method: str,
+    model_dir: Path,
+    work: Path,
+    run_dir: Path,
+    checkpointing: bool,
+    logprobs: str = "full",
+    metered: bool = True,
 ) -> list[str]:
     data = work / ("pairs.jsonl" if method in ("dpo", "orpo") else "prompts.jsonl")
     args = [
@@ -143,7 +149,7 @@ def run_args(
         "--activation_checkpointing",
         str(checkpointing).lower(),
         "--measure_tensor_memory",
-        "true",
+        str(metered).lower(),
         "--logprobs",
         logprobs,
     ]
@@ -152,6 +158,18 @@ def run_args(
     if method == "ppo":
         args += ["--response_length", str(COMPLETION_TOKENS)]
     return args
+
+
+def run_recipe(method: str, model_dir: Path, work: Path, run_dir: Path, checkpointing: bool, **options) -> dict:
+    """One 2-step run of the method's recipe in a fresh `run_dir` (this bench's own); returns its cost.json."""
+    shutil.rmtree(run_dir, ignore_errors=True)
+    args = run_args(method, model_dir, work, run_dir, checkpointing, **options)
+    result = subprocess.run(
+        [sys.executable, "-m", f"recipes.{method}", *args], capture_output=True, text=True, cwd=REPO_ROOT
+    )
+    if result.returncode:
+        raise SystemExit(f"{method} ({run_dir.name}) failed:\n{result.stdout[-2000:]}\n{result.stderr[-3000:]}")
+    return json.loads((run_dir / "cost.json").read_text())
 
 
 def with_pair_lengths(settings, lengths: dict):
@@ -197,24 +215,26 @@ def estimated_parts(components: dict) -> dict:
     }
 
 
-def with_estimate(record: dict, arch=None) -> dict:
-    """Fills a record's estimated fields from the current estimator (its measured fields stay as they are)."""
+def record_architecture(record: dict):
+    """The estimator's view of the model a published record was measured on (its `model` fields)."""
     from transformers import Qwen2Config
 
-    if arch is None:
-        m = record["model"]
-        arch = architecture(
-            Qwen2Config(
-                vocab_size=m["vocab"],
-                hidden_size=m["hidden"],
-                intermediate_size=m["intermediate"],
-                num_hidden_layers=m["layers"],
-                num_attention_heads=m["heads"],
-                num_key_value_heads=m["kv_heads"],
-                tie_word_embeddings=False,
-            )
-        )
-    components = estimate(arch, Settings(**record["settings"]))
+    m = record["model"]
+    config = Qwen2Config(
+        vocab_size=m["vocab"],
+        hidden_size=m["hidden"],
+        intermediate_size=m["intermediate"],
+        num_hidden_layers=m["layers"],
+        num_attention_heads=m["heads"],
+        num_key_value_heads=m["kv_heads"],
+        tie_word_embeddings=False,
+    )
+    return architecture(config)
+
+
+def with_estimate(record: dict, arch=None) -> dict:
+    """Fills a record's estimated fields from the current estimator (its measured fields stay as they are)."""
+    components = estimate(arch or record_architecture(record), Settings(**record["settings"]))
     estimated = estimated_parts(components)
     record["estimated_mb"] = round(estimated["peak"], 1)
     record["error"] = round((estimated["peak"] - record["measured_mb"]) / record["measured_mb"], 4)
@@ -236,18 +256,8 @@ def measure(size: str, methods, checkpointing_modes, logprobs_modes, work: Path)
     plan = [(lp, ckpt, m) for lp in logprobs_modes for ckpt in checkpointing_modes for m in methods]
     for logprobs, checkpointing, method in plan:
         run_dir = work / f"{size}-{method}-{logprobs}-{'ckpt' if checkpointing else 'nockpt'}"
-        shutil.rmtree(run_dir, ignore_errors=True)  # this bench's own folder from an earlier run
         start = time.time()
-        command = [
-            sys.executable,
-            "-m",
-            f"recipes.{method}",
-            *run_args(method, model_dir, work, run_dir, checkpointing, logprobs),
-        ]
-        result = subprocess.run(command, capture_output=True, text=True, cwd=REPO_ROOT)
-        if result.returncode:
-            raise SystemExit(f"{method} ({size}) failed:\n{result.stdout[-2000:]}\n{result.stderr[-3000:]}")
-        cost = json.loads((run_dir / "cost.json").read_text())
+        cost = run_recipe(method, model_dir, work, run_dir, checkpointing, logprobs=logprobs)
         settings = estimator_settings(method, lengths, checkpointing, logprobs)
         measured = cost["tensor_mb"]
         record = {
@@ -291,15 +301,7 @@ def meter_overhead(work: Path) -> dict:
     seconds = {}
     for metered in (False, True):
         run_dir = work / f"overhead-{'metered' if metered else 'plain'}"
-        shutil.rmtree(run_dir, ignore_errors=True)
-        args = run_args("grpo", model_dir, work, run_dir, checkpointing=True)
-        args[args.index("--measure_tensor_memory") + 1] = str(metered).lower()
-        result = subprocess.run(
-            [sys.executable, "-m", "recipes.grpo", *args], capture_output=True, text=True, cwd=REPO_ROOT
-        )
-        if result.returncode:
-            raise SystemExit(f"grpo (overhead) failed:\n{result.stderr[-3000:]}")
-        seconds[metered] = json.loads((run_dir / "cost.json").read_text())["train_seconds"]
+        seconds[metered] = run_recipe("grpo", model_dir, work, run_dir, True, metered=metered)["train_seconds"]
     return {
         "method": "grpo",
         "size": "small",
@@ -320,15 +322,8 @@ def logprobs_time(work: Path, methods) -> list[dict]:
         seconds = {}
         for logprobs in ("full", "chunked"):
             run_dir = work / f"time-{method}-{logprobs}"
-            shutil.rmtree(run_dir, ignore_errors=True)
-            args = run_args(method, model_dir, work, run_dir, True, logprobs)
-            args[args.index("--measure_tensor_memory") + 1] = "false"
-            result = subprocess.run(
-                [sys.executable, "-m", f"recipes.{method}", *args], capture_output=True, text=True, cwd=REPO_ROOT
-            )
-            if result.returncode:
-                raise SystemExit(f"{method} ({logprobs}, timing) failed:\n{result.stderr[-3000:]}")
-            seconds[logprobs] = json.loads((run_dir / "cost.json").read_text())["train_seconds"]
+            cost = run_recipe(method, model_dir, work, run_dir, True, logprobs=logprobs, metered=False)
+            seconds[logprobs] = cost["train_seconds"]
         rows.append(
             {
                 "method": method,

@@ -7,11 +7,10 @@ import subprocess
 import sys
 
 import pytest
-from transformers import Qwen2Config
 
-from studies.memory.estimate import GB, Settings, architecture, estimate
+from studies.memory.estimate import GB, Settings, estimate
 from studies.memory.tables import time_table, validation_table
-from studies.memory.validation import METHODS, PUBLISHED, estimated_parts
+from studies.memory.validation import METHODS, PUBLISHED, estimated_parts, record_architecture
 from tests.conftest import REPO_ROOT
 
 
@@ -64,17 +63,7 @@ def test_published_validation_is_the_current_estimator_within_15_percent_at_ever
         at_qwen_vocabulary = [r for r in chunked if r["vocab_size"] >= 100_000 and abs(r["error"]) <= 0.15]
         assert len(at_qwen_vocabulary) >= 2, method
     for r in records:
-        m = r["model"]
-        config = Qwen2Config(
-            vocab_size=m["vocab"],
-            hidden_size=m["hidden"],
-            intermediate_size=m["intermediate"],
-            num_hidden_layers=m["layers"],
-            num_attention_heads=m["heads"],
-            num_key_value_heads=m["kv_heads"],
-            tie_word_embeddings=False,
-        )
-        components = estimate(architecture(config), Settings(**r["settings"]))
+        components = estimate(record_architecture(r), Settings(**r["settings"]))
         # rerun `make bench-memory ARGS=--publish` when the estimator changes, so docs/memory.md's table stays true
         assert estimated_parts(components)["peak"] == pytest.approx(r["estimated_mb"], abs=0.1), r["method"]
         assert components["total_gb"] * GB / 2**20 == pytest.approx(r["estimated_mb"], abs=0.1)
