@@ -54,26 +54,20 @@ def logged(run: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.is_file() else []
 
 
+def dpo_args(pairs: Path, run: Path, *extra: str) -> list[str]:
+    """The tiny DPO run these tests kill, resume and reuse: its pairs and folder, a step logged at a time, micro-batch
+    2, plus `extra` (steps, saves)."""
+    common = ["--dataset_name", str(pairs), "--output_dir", str(run), "--logging_steps", "1"]
+    return [*common, "--per_device_train_batch_size", "2", *extra]
+
+
 def steps(run: Path) -> list[int]:
     return [row["step"] for row in logged(run) if "loss" in row]
 
 
 def test_kill_after_a_logged_step_then_resume_logs_each_step_once(tiny_pairs, tmp_path):
     run = tmp_path / "dpo"
-    args = [
-        "--dataset_name",
-        str(tiny_pairs),
-        "--output_dir",
-        str(run),
-        "--max_steps",
-        "6",
-        "--save_steps",
-        "2",
-        "--logging_steps",
-        "1",
-        "--per_device_train_batch_size",
-        "2",
-    ]
+    args = dpo_args(tiny_pairs, run, "--max_steps", "6", "--save_steps", "2")
     proc = start(DPO, *args)
     wait_for(lambda: 3 in steps(run), proc)  # step 3 logged; its checkpoint comes at step 4
     proc.send_signal(signal.SIGKILL)
@@ -98,20 +92,7 @@ def test_kill_after_a_logged_step_then_resume_logs_each_step_once(tiny_pairs, tm
 def test_a_kill_in_the_middle_of_a_save_leaves_no_checkpoint_to_take(tiny_pairs, tmp_path):
     for attempt in range(5):  # the kill must land while a save is being written; retry if it came too late
         run = tmp_path / f"dpo-{attempt}"
-        args = [
-            "--dataset_name",
-            str(tiny_pairs),
-            "--output_dir",
-            str(run),
-            "--max_steps",
-            "4",
-            "--save_steps",
-            "1",
-            "--logging_steps",
-            "1",
-            "--per_device_train_batch_size",
-            "2",
-        ]
+        args = dpo_args(tiny_pairs, run, "--max_steps", "4", "--save_steps", "1")
         proc = start(DPO, *args)
         wait_for(lambda run=run: any(run.glob(".saving-checkpoint-2")), proc, poll=0.0005)
         proc.send_signal(signal.SIGKILL)
@@ -129,18 +110,7 @@ def test_a_kill_in_the_middle_of_a_save_leaves_no_checkpoint_to_take(tiny_pairs,
 
 def test_an_unreadable_latest_checkpoint_is_skipped_with_a_notice(tiny_pairs, tmp_path):
     run = tmp_path / "dpo"
-    args = [
-        "--dataset_name",
-        str(tiny_pairs),
-        "--output_dir",
-        str(run),
-        "--save_steps",
-        "1",
-        "--logging_steps",
-        "1",
-        "--per_device_train_batch_size",
-        "2",
-    ]
+    args = dpo_args(tiny_pairs, run, "--save_steps", "1")
     finish(DPO, *args, "--max_steps", "2")
     state = run / "checkpoint-2" / "trainer_state.json"
     state.write_text(state.read_text()[:40])  # truncated, as a full disk leaves it
@@ -173,20 +143,7 @@ def test_ctrl_c_saves_a_checkpoint_and_says_where_and_twice_stops_at_once(tiny_w
 
 def test_another_runs_folder_is_refused_or_reused_without_losing_anything(tiny_pairs, tmp_path):
     run = tmp_path / "theirs"
-    args = [
-        "--dataset_name",
-        str(tiny_pairs),
-        "--output_dir",
-        str(run),
-        "--logging_steps",
-        "1",
-        "--per_device_train_batch_size",
-        "2",
-        "--save_steps",
-        "1",
-        "--save_total_limit",
-        "2",
-    ]
+    args = dpo_args(tiny_pairs, run, "--save_steps", "1", "--save_total_limit", "2")
     finish(DPO, *args, "--max_steps", "2")
     (run / "checkpoint-100").mkdir()  # another run's, with a number this one will never reach
     (run / "checkpoint-100" / "trainer_state.json").write_text("{}")
