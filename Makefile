@@ -8,11 +8,14 @@ PY := $(VENV)/bin/python
 TORCH ?= $(shell command -v nvidia-smi >/dev/null 2>&1 && echo "torch>=2.6,<2.15" || echo "torch==2.13.0")
 TINY := artifacts/tiny
 TINY_CODE := artifacts/tiny-code
+# Where DeepSpeed (and torch) keep the C++ extensions they compile on first use: inside the environment, built once.
+export TORCH_EXTENSIONS_DIR ?= $(abspath $(VENV))/torch_extensions
 
 ##@ PROFILE=tiny        config profile: tiny, tiny-code, 7b, 7b-code (recipes/configs/<profile>/)
 ##@ CONFIG=path.yaml    a config of your own instead of the profile's
 ##@ ARGS="--flag v"     extra flags for the target's script (recipe flags override the YAML)
-##@ LAUNCH=name NPROC=n run a recipe under `accelerate launch` with recipes/accelerate/<name>.yaml
+##@ LAUNCH=name NPROC=n run a recipe under `accelerate launch` with recipes/accelerate/<name>.yaml, n processes in all
+##@ LAUNCH_ARGS="..."   more `accelerate launch` flags, e.g. --num_machines 2 --machine_rank 0 --main_process_ip h
 ##@ MODEL=...           the base model: a local folder, a hub id, or (estimate, bench-gpu) a shipped short name
 ##@ ADAPTER=run-dir     a run folder holding a LoRA adapter (eval)
 ##@ TASK=tiny DATA=f    eval task (gsm8k math500 humaneval mbpp tiny tiny-code), and a local file in its format
@@ -51,9 +54,9 @@ EVAL_FLAGS = --model $(EVAL_MODEL) $(if $(REWARDS),--rewards $(REWARDS),--task $
 	$(if $(PROMPT_COLUMN),--prompt_column $(PROMPT_COLUMN)) \
 	$(if $(PROMPT_TEMPLATE),--prompt_template "$(PROMPT_TEMPLATE)") \
 	$(if $(SYSTEM_PROMPT),--system_prompt "$(SYSTEM_PROMPT)") $(if $(PASS_THRESHOLD),--pass_threshold $(PASS_THRESHOLD))
-# LAUNCH=<name of recipes/accelerate/*.yaml> [NPROC=n] runs the recipe under `accelerate launch`.
+# LAUNCH=<name of recipes/accelerate/*.yaml> [NPROC=n] [LAUNCH_ARGS=...] runs the recipe under `accelerate launch`.
 LAUNCHER = $(if $(LAUNCH),$(VENV)/bin/accelerate launch --config_file recipes/accelerate/$(LAUNCH).yaml \
-	$(if $(NPROC),--num_processes $(NPROC)) -m,$(PY) -m)
+	$(if $(NPROC),--num_processes $(NPROC)) $(LAUNCH_ARGS) -m,$(PY) -m)
 RECIPE = $(LAUNCHER) recipes.$@ --config $(or $(CONFIG),recipes/configs/$(PROFILE)/$@.yaml) $(ARGS)
 
 .PHONY: help install test test-fast lint tiny grpo ppo dpo orpo pairs eval eval-compare score plot reward-check \

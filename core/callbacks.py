@@ -123,7 +123,10 @@ class CostMeter(TrainerCallback):
         self.start = time.time() - RUN.get("train_seconds_before", 0.0)  # a resumed run's seconds go on counting
         REWARD_TIME.clear()
         REWARD_SCORES.clear()
-        self.trainable = sum(p.numel() for p in model.parameters() if p.requires_grad) if model else None
+        trainable = [p for p in model.parameters() if p.requires_grad] if model else []
+        # ZeRO-3 leaves each rank a partition of every parameter (ds_tensor) and the full size in ds_numel
+        self.trainable = sum(getattr(p, "ds_numel", p.numel()) for p in trainable) if model else None
+        self.trainable_held = sum(p.ds_tensor.numel() if hasattr(p, "ds_tensor") else p.numel() for p in trainable)
         # a loaded base model carries its quantizer; PEFT wrappers only forward the attribute lookups
         self.bases = (
             sum(1 for m in model.modules() if isinstance(m, PreTrainedModel) and getattr(m, "hf_quantizer", None))
@@ -157,6 +160,7 @@ class CostMeter(TrainerCallback):
             "train_seconds": time.time() - self.start,
             "train_steps": state.global_step,
             "trainable_params": self.trainable,
+            "trainable_params_held": self.trainable_held,  # by this rank (rank 0): fewer where parameters are sharded
             "models_in_memory": self.bases,
             "reward_time": {name: dict(spent) for name, spent in REWARD_TIME.items()},
             "peak_tensor_mb": self.meter.peak_bytes / 2**20 if self.meter else None,

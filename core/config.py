@@ -8,6 +8,7 @@ from pathlib import Path
 
 import yaml
 
+from core.distributed import check_engine, cpu_launch_settings
 from core.errors import one_line_errors
 
 
@@ -30,8 +31,10 @@ def parse_config(parser):
     SOURCES.update(
         {arg[2:].split("=")[0].replace("-", "_"): "the command line" for arg in sys.argv if arg[:2] == "--"}
     )
+    launch = {key: value for key, value in cpu_launch_settings(sys.argv[1:]).items() if key in known_keys(parser)}
+    SOURCES.update(dict.fromkeys(launch, "the launch (no CUDA here)"))
     try:
-        parsed = parser.parse_args_and_config()
+        parsed = parser.parse_args_and_config(sys.argv[1:] + [a for key, v in launch.items() for a in (f"--{key}", v)])
     except ValueError as error:
         unknown = re.findall(r"'--([^']+)'", str(error))
         if not unknown:
@@ -41,6 +44,9 @@ def parse_config(parser):
             f"error in {config or 'command line'}: " + "; ".join(unknown_key(name, parser, where) for name in unknown)
         ) from error
     check_settings(*parsed)
+    for settings in parsed:  # the training arguments: their process group is set up, no model is loaded yet
+        if getattr(settings, "distributed_state", None) is not None:
+            check_engine(settings.distributed_state)
     return parsed
 
 
@@ -85,9 +91,13 @@ def check_settings(*configs) -> None:
         raise SystemExit("error: " + "; ".join(dict.fromkeys(problems)))
 
 
+def known_keys(parser) -> set[str]:
+    return {option[2:].replace("-", "_") for option in parser._option_string_actions if option[:2] == "--"}
+
+
 def unknown_key(name: str, parser, where: str) -> str:
     """'unknown key NAME (did you mean ...?)' with the closest of the parser's own keys."""
-    known = sorted({option[2:].replace("-", "_") for option in parser._option_string_actions if option[:2] == "--"})
+    known = sorted(known_keys(parser))
     close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
     spelled = f"--{name}" if where == "command line" else name
     hint = (

@@ -4,8 +4,10 @@ from pathlib import Path
 
 import torch
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+from transformers.integrations import is_deepspeed_zero3_enabled
 from trl import ModelConfig, get_quantization_config
 
+from core.distributed import shards_parameters
 from core.errors import UserError
 
 
@@ -79,17 +81,21 @@ def check_adapter(adapter: str) -> None:
 
 
 def model_kwargs(model_args: ModelConfig) -> dict:
-    """from_pretrained kwargs: dtype, attention and, when asked, the 4-bit NF4 config from TRL's own helper."""
+    """from_pretrained kwargs: dtype, attention and, when asked, the 4-bit NF4 config from TRL's own helper (stored
+    in the compute dtype where the launch shards parameters: ZeRO-3, FSDP)."""
     resolve_dtype(model_args)
     kwargs = {
         "revision": model_args.model_revision,
         "dtype": getattr(torch, model_args.dtype),
         "attn_implementation": model_args.attn_implementation,
     }
+    if model_args.load_in_4bit and shards_parameters() and not model_args.bnb_4bit_quant_storage:
+        model_args.bnb_4bit_quant_storage = model_args.dtype  # packed weights the engine can cut into shards
     quantization_config = get_quantization_config(model_args)
     if quantization_config is not None:
         kwargs["quantization_config"] = quantization_config
-        kwargs["device_map"] = {"": torch.cuda.current_device()} if torch.cuda.is_available() else {"": "cpu"}
+        if not is_deepspeed_zero3_enabled():  # ZeRO-3 places (and partitions) the weights itself
+            kwargs["device_map"] = {"": torch.cuda.current_device()} if torch.cuda.is_available() else {"": "cpu"}
     return kwargs
 
 

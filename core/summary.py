@@ -5,9 +5,9 @@ import shlex
 import time
 from pathlib import Path
 
-import torch.distributed as dist
 import yaml
 
+from core.distributed import describe, engine_record
 from core.metrics import REWARD_KEYS, first_last, read_metrics
 from core.plots import plot_runs
 
@@ -98,9 +98,9 @@ def finish_run(
     each reward's first -> last, a warning when training had no signal, and the `make eval` that measures what the
     run trained for. A distributed launch also gets one line per rank, so it shows that every rank got to the end."""
     state = trainer.accelerator.state
+    engine = engine_record(state)
     if state.num_processes > 1:
-        backend = dist.get_backend() if dist.is_available() and dist.is_initialized() else "none"
-        print(f"[rank {state.process_index}/{state.num_processes}, backend {backend}] finished")
+        print(f"[rank {state.process_index}/{state.num_processes}, backend {engine['backend']}] finished")
     if not trainer.is_world_process_zero():
         return {}
     out = Path(output_dir)
@@ -125,6 +125,7 @@ def finish_run(
         "no_signal": {"flag": bool(reasons), "reasons": reasons},
         "peak_memory_mb": cost.get("peak_memory_mb"),
         "memory_measure": cost.get("measure"),
+        "distributed": engine,
         "adapter": str(out),
         "plot": str(plot) if plot else None,
         "next": [eval_command(model_name, out, profile, method, script_args, reward_weights), f"make plot RUN={out}"],
@@ -146,7 +147,8 @@ def finish_run(
     print(
         f"\n{method.upper()} finished: {summary['steps']} steps in {summary['wall_seconds']:.0f} s "
         f"({summary['train_seconds'] or 0:.0f} s training)\n"
-        f"  {signal}\n{warning}  peak memory {memory}\n  adapter  {out}\n"
+        f"  {signal}\n{warning}  peak memory {memory}\n  engine   {describe(summary['distributed'])}\n"
+        f"  adapter  {out}\n"
         + (f"  plot     {plot}\n" if plot else "")
         + f"next:\n  {summary['next'][0]}   # held-out accuracy\n  {summary['next'][1]}   # redraw the plot\n"
     )

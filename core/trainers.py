@@ -1,6 +1,8 @@
-"""What every recipe's trainer gets on top of TRL's: checkpoints that are never half-written.
+"""What every recipe's trainer gets on top of TRL's (`recipe_trainer(TrainerClass)`): checkpoints that are never
+half-written, starting weights that follow the run's seed, and no training under an engine other than the one the
+launch asked for (core.distributed).
 
-`atomic(TrainerClass)` saves each checkpoint under a temporary name (.saving-checkpoint-N) and renames it to
+A recipe trainer saves each checkpoint under a temporary name (.saving-checkpoint-N) and renames it to
 checkpoint-N only when complete, so a run killed in the middle of a save leaves no checkpoint-N that `latest` could
 take; the next start removes the leftover.
 """
@@ -11,6 +13,9 @@ import time
 from functools import cache
 from pathlib import Path
 
+from transformers import set_seed
+
+from core.distributed import check_engine
 from core.run_dir import RUN
 
 
@@ -40,7 +45,19 @@ class AtomicCheckpoints:
         self.accelerator.wait_for_everyone()
 
 
+class RecipeStart:
+    """Seeds before TRL builds the model, checks the engine once the trainer's accelerator exists."""
+
+    def __init__(self, *args, **kwargs):
+        # TRL builds the LoRA adapter (random A matrices) before transformers' Trainer seeds: seed first, so a run's
+        # starting weights follow its seed.
+        set_seed(kwargs["args"].seed)
+        super().__init__(*args, **kwargs)
+        check_engine(self.accelerator.state)
+
+
 @cache
-def atomic(trainer_class: type) -> type:
-    """`trainer_class` with atomic checkpoints (made once per trainer class)."""
-    return type(trainer_class.__name__, (AtomicCheckpoints, trainer_class), {"__module__": __name__})
+def recipe_trainer(trainer_class: type) -> type:
+    """`trainer_class` seeded before it builds the adapter, with atomic checkpoints, refusing an engine the launch did
+    not ask for (made once per trainer class)."""
+    return type(trainer_class.__name__, (RecipeStart, AtomicCheckpoints, trainer_class), {"__module__": __name__})

@@ -19,7 +19,7 @@ from core.logprob_trainers import check_logprobs, with_logprobs
 from core.models import check_model, load_tokenizer, model_kwargs
 from core.run_dir import resolve_run_dir, write_run_files
 from core.summary import finish_run
-from core.trainers import atomic
+from core.trainers import recipe_trainer
 
 
 @dataclass
@@ -75,7 +75,7 @@ def main(script_args: ScriptArguments, training_args: DPOConfig, model_args: Mod
     tokenizer = load_tokenizer(model_args)
 
     # ----- trainer -----
-    trainer = atomic(with_logprobs(DPOTrainer, script_args.logprobs))(
+    trainer = recipe_trainer(with_logprobs(DPOTrainer, script_args.logprobs))(
         model=model_args.model_name_or_path,
         ref_model=None,
         args=training_args,

@@ -26,7 +26,7 @@ from core.logprob_trainers import check_logprobs, with_logprobs
 from core.models import check_model, load_tokenizer, model_kwargs, prompt_room
 from core.run_dir import resolve_run_dir, write_run_files
 from core.summary import finish_run
-from core.trainers import atomic
+from core.trainers import recipe_trainer
 from rewards import SandboxUnavailable, get_reward_funcs, required_columns
 
 
@@ -73,13 +73,8 @@ class ScriptArguments:
 
 
 def preflight(script_args: ScriptArguments, training_args: GRPOConfig, model_args: ModelConfig) -> None:
-    """Everything that can be checked before a model is loaded."""
-    generation_batch = training_args.per_device_train_batch_size * training_args.gradient_accumulation_steps
-    if generation_batch % training_args.num_generations:
-        raise SystemExit(
-            f"per_device_train_batch_size x gradient_accumulation_steps = {generation_batch} is not "
-            f"divisible by num_generations = {training_args.num_generations}"
-        )
+    """Everything that can be checked before a model is loaded (GRPOConfig itself checks that each generation batch,
+    over all processes, holds whole groups of num_generations)."""
     if training_args.reward_weights and len(training_args.reward_weights) != len(script_args.reward_funcs):
         raise SystemExit(
             f"reward_weights has {len(training_args.reward_weights)} entries for "
@@ -136,7 +131,7 @@ def main(script_args: ScriptArguments, training_args: GRPOConfig, model_args: Mo
     training_args.model_init_kwargs = model_kwargs(model_args)
 
     # ----- trainer -----
-    trainer = atomic(with_logprobs(GRPOTrainer, script_args.logprobs))(
+    trainer = recipe_trainer(with_logprobs(GRPOTrainer, script_args.logprobs))(
         model=model_args.model_name_or_path,
         reward_funcs=reward_funcs,
         args=training_args,

@@ -35,7 +35,7 @@ from core.ppo_loop import ChunkedPPOTrainer
 from core.ppo_trainer import ResumablePPOTrainer, RewardFunctionModel, load_value_model, prompts_per_update
 from core.run_dir import resolve_run_dir, write_run_files
 from core.summary import finish_run
-from core.trainers import atomic
+from core.trainers import recipe_trainer
 from rewards import SandboxUnavailable, get_reward_funcs, required_columns
 
 
@@ -174,7 +174,7 @@ def main(script_args: ScriptArguments, training_args: PPOConfig, model_args: Mod
             model.activation_checkpointing_enable(training_args.activation_checkpointing_kwargs)
 
     # ----- trainer -----
-    trainer = atomic(ChunkedPPOTrainer if script_args.logprobs == "chunked" else ResumablePPOTrainer)(
+    trainer = recipe_trainer(ChunkedPPOTrainer if script_args.logprobs == "chunked" else ResumablePPOTrainer)(
         args=training_args,
         processing_class=tokenizer,
         model=policy,

@@ -9,12 +9,14 @@ from rewards.text import completion_text
 
 
 def record_prompts(completions, prompts=None, **kwargs) -> list[float]:
-    """Appends one line per call: the prompts and completions scored and a digest of torch's RNG state.
+    """Appends one line per call: the prompts and completions scored, the process's rank and a digest of torch's RNG
+    state.
     Scores completion length (any signal will do)."""
     texts = [completion_text(c) for c in completions]
     prompt_texts = [p if isinstance(p, str) else p[-1]["content"] for p in (prompts or [])]
     with open(os.environ["PROMPT_LOG"], "a") as fh:
-        fh.write(json.dumps({"prompts": prompt_texts, "completions": texts, "rng": _rng_digest()}) + "\n")
+        record = {"prompts": prompt_texts, "completions": texts, "rank": os.environ.get("RANK", "0")}
+        fh.write(json.dumps(record | {"rng": _rng_digest()}) + "\n")
     return [min(len(t), 100) / 100 for t in texts]
 
 

@@ -1,55 +1,185 @@
-"""Recipes under `accelerate launch` with two CPU processes (gloo): the same scripts that run on one device."""
+"""Recipes under `accelerate launch` (the Makefile's LAUNCH= / NPROC=), as two CPU processes over gloo: DDP, DeepSpeed
+ZeRO-2 and ZeRO-3 (4-bit base on, and off for one), FSDP refused on CPU, and two "machines" on localhost. Each run
+records the engine it ran under in summary.json; these tests hold it to what the launch asked for."""
 
+import json
+import os
+import shlex
+import socket
 import subprocess
-import sys
+from pathlib import Path
 
 import pytest
+import yaml
+from safetensors.torch import load_file
 
 from tests.conftest import REPO_ROOT
+from tests.recipes.helpers import assert_adapter_loads_and_generates
+
+STEPS = ["--max_steps", "2", "--logging_steps", "1", "--save_strategy", "no"]
+# GRPO: 16 completions per rank = 2 prompts x 8, one micro-batch: each step is 4 prompts over the two ranks
+GRPO_BATCH = ["--per_device_train_batch_size", "16", "--gradient_accumulation_steps", "1"]
+
+
+def make(method: str, *args: str, launch: str | None = None, nproc: int = 2, launch_args: str = "", env=None, **kw):
+    """`make <method> LAUNCH=<launch> NPROC=<nproc> ARGS=...`, as a user types it; returns the finished process."""
+    variables = [f"ARGS={shlex.join(args)}"]
+    if launch:
+        variables += [f"LAUNCH={launch}", f"NPROC={nproc}"] + ([f"LAUNCH_ARGS={launch_args}"] if launch_args else [])
+    variables += [f"{key}={value}" for key, value in kw.items()]
+    return subprocess.Popen(
+        ["make", "--no-print-directory", method, *variables],
+        cwd=REPO_ROOT,
+        env={**os.environ, **(env or {})},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
+def finished(proc: subprocess.Popen) -> str:
+    output = proc.communicate(timeout=900)[0]
+    assert proc.returncode == 0, output[-5000:]
+    return output
+
+
+def dpo_config(pairs: Path, folder: Path, **settings) -> Path:
+    """The tiny DPO config on the test's own pairs (so make does not build the shipped ones)."""
+    config = yaml.safe_load((REPO_ROOT / "recipes/configs/tiny/dpo.yaml").read_text()) | {"dataset_name": str(pairs)}
+    path = folder / "dpo.yaml"
+    path.write_text(yaml.safe_dump(config | settings))
+    return path
+
+
+def engine(run: Path) -> dict:
+    return json.loads((run / "summary.json").read_text())["distributed"]
+
+
+def assert_both_ranks_finished(output: str, method: str) -> None:
+    assert "[rank 0/2, backend gloo] finished" in output and "[rank 1/2, backend gloo] finished" in output
+    assert output.count(f"{method.upper()} finished: 2 steps") == 1  # the summary: rank 0 only
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("method", ["grpo", "dpo"])
-def test_two_processes_on_cpu_both_finish_and_one_adapter_is_saved(method, tiny_world, tiny_pairs, tmp_path):
-    out = tmp_path / method
-    data = (
-        ["--dataset_name", str(tiny_pairs)]
-        if method == "dpo"
-        else ["--per_device_train_batch_size", "16", "--gradient_accumulation_steps", "1"]
+@pytest.mark.parametrize("launch", ["zero2", "zero3"])
+def test_grpo_under_deepspeed_records_the_stage_and_the_ranks_score_different_prompts(launch, tiny_world, tmp_path):
+    run, log = tmp_path / "run", tmp_path / "prompts.jsonl"
+    output = finished(
+        make(
+            "grpo",
+            *STEPS,
+            *GRPO_BATCH,
+            "--reward_funcs",
+            "tests.recipes.reward_probes.record_prompts",
+            "--output_dir",
+            str(run),
+            launch=launch,
+            env={"PROMPT_LOG": str(log)},
+        )
     )
-    # accelerate's `--cpu` keeps one process unless mpirun is set up; `--multi_gpu` on a machine without CUDA
-    # starts one process per rank over torch.distributed with the gloo backend.
-    command = [
-        sys.executable,
-        "-m",
-        "accelerate.commands.launch",
-        "--multi_gpu",
-        "--num_processes",
-        "2",
-        "--num_machines",
-        "1",
-        "--mixed_precision",
-        "no",
-        "--dynamo_backend",
-        "no",
-        "-m",
-        f"recipes.{method}",
-        "--config",
-        f"recipes/configs/tiny/{method}.yaml",
-        "--max_steps",
-        "2",
-        "--logging_steps",
-        "1",
-        "--output_dir",
-        str(out),
-        *data,
+    assert_both_ranks_finished(output, "grpo")
+    stage = int(launch[-1])
+    assert engine(run) == {"type": "DEEPSPEED", "zero_stage": stage, "world_size": 2, "machines": 1, "backend": "gloo"}
+    assert f"engine   DEEPSPEED ZeRO-{stage}, 2 processes (gloo)" in output
+    # each rank scores its own completions: two ranks, two steps, and no prompt scored by both
+    calls = [json.loads(line) for line in log.read_text().splitlines()]
+    by_rank = {rank: {p for c in calls if c["rank"] == rank for p in c["prompts"]} for rank in ("0", "1")}
+    assert len(calls) == 4 and all(by_rank.values()) and not by_rank["0"] & by_rank["1"]
+    config = yaml.safe_load((run / "config.yaml").read_text())
+    assert config["load_in_4bit"] and config["bnb_4bit_quant_storage"] == ("float32" if stage == 3 else None)
+    cost = json.loads((run / "cost.json").read_text())  # ZeRO-3 partitions the LoRA weights over the two ranks
+    adapter = sum(tensor.numel() for tensor in load_file(run / "adapter_model.safetensors").values())
+    assert cost["trainable_params"] == adapter
+    assert cost["trainable_params_held"] == (adapter // 2 if stage == 3 else adapter)
+    assert_adapter_loads_and_generates(run, tiny_world / "model")
+
+
+@pytest.mark.slow
+def test_dpo_under_zero3_with_a_4bit_base_records_stage_3_and_saves_an_adapter(tiny_world, tiny_pairs, tmp_path):
+    run = tmp_path / "run"
+    config = dpo_config(tiny_pairs, tmp_path)
+    output = finished(make("dpo", *STEPS, "--output_dir", str(run), launch="zero3", CONFIG=config))
+    assert_both_ranks_finished(output, "dpo")
+    assert engine(run) == {"type": "DEEPSPEED", "zero_stage": 3, "world_size": 2, "machines": 1, "backend": "gloo"}
+    assert yaml.safe_load((run / "config.yaml").read_text())["bnb_4bit_quant_storage"] == "float32"
+    assert_adapter_loads_and_generates(run, tiny_world / "model")
+
+
+def relative_difference(a: dict, b: dict) -> float:
+    assert a.keys() == b.keys()
+    return sum(float((a[k] - b[k]).norm() ** 2) for k in a) ** 0.5 / sum(float(b[k].norm() ** 2) for k in b) ** 0.5
+
+
+@pytest.mark.slow
+def test_dpo_under_zero2_saves_the_adapter_one_process_makes_from_both_ranks_batches(tiny_pairs, tmp_path):
+    """One step of plain SGD at learning rate 1 from the seeded LoRA init (B = 0), full-precision base: the adapter is
+    the init minus the gradient. Two ranks of 8 pairs must give what one process gives on the same 16 pairs (their
+    averaged gradient), and differ from what the first rank's 8 alone give."""
+    config = dpo_config(tiny_pairs, tmp_path, load_in_4bit=False, use_bnb_nested_quant=False, optim="sgd")
+    one_step = ["--max_steps", "1", "--learning_rate", "1", "--save_strategy", "no", "--output_dir"]
+    runs = {name: tmp_path / name for name in ("zero2", "one-16", "one-8")}
+    output = finished(make("dpo", *one_step, str(runs["zero2"]), launch="zero2", CONFIG=config))
+    assert "[rank 1/2, backend gloo] finished" in output
+    assert engine(runs["zero2"])["type"] == "DEEPSPEED" and engine(runs["zero2"])["zero_stage"] == 2
+    for name, batch in (("one-16", "16"), ("one-8", "8")):
+        finished(make("dpo", *one_step, str(runs[name]), "--per_device_train_batch_size", batch, CONFIG=config))
+        assert engine(runs[name]) == {"type": "NO", "world_size": 1, "machines": 1, "backend": None}
+    adapters = {name: load_file(run / "adapter_model.safetensors") for name, run in runs.items()}
+    assert relative_difference(adapters["zero2"], adapters["one-16"]) < 1e-5
+    assert relative_difference(adapters["zero2"], adapters["one-8"]) > 1e-3
+
+
+@pytest.mark.slow
+def test_ddp_on_two_cpu_processes_records_multi_cpu(tiny_world, tmp_path):
+    run = tmp_path / "run"
+    output = finished(make("grpo", *STEPS, *GRPO_BATCH, "--output_dir", str(run), launch="multi_gpu"))
+    assert_both_ranks_finished(output, "grpo")
+    assert engine(run) == {"type": "MULTI_CPU", "world_size": 2, "machines": 1, "backend": "gloo"}
+    assert (run / "adapter_model.safetensors").exists() and not list(tmp_path.glob("*/rank*"))
+
+
+@pytest.mark.slow
+def test_fsdp_on_cpu_is_refused_in_one_line_before_any_model_loads(tiny_world, tmp_path):
+    run = tmp_path / "run"
+    proc = make("grpo", *STEPS, "--output_dir", str(run), launch="fsdp")
+    output = proc.communicate(timeout=600)[0]
+    assert proc.returncode != 0
+    refusals = [line for line in output.splitlines() if "error: this launch asks for FSDP" in line]
+    assert len(refusals) == 2  # one line from each rank
+    assert all("would run as MULTI_CPU, unsharded" in line and "LAUNCH=zero3" in line for line in refusals)
+    assert "finished" not in output and not run.exists()  # nothing trained, nothing written
+
+
+@pytest.mark.slow
+def test_two_machines_of_one_process_each_train_one_run_under_deepspeed(tiny_pairs, tmp_path):
+    """The README's N-machine command, as two "machines" on localhost: the same make command on each, with its
+    machine rank and the first machine's address."""
+    run = tmp_path / "run"
+    config = dpo_config(tiny_pairs, tmp_path)
+    cluster = f"--num_machines 2 --main_process_ip 127.0.0.1 --main_process_port {free_port()}"
+    machines = [
+        make(
+            "dpo",
+            *STEPS,
+            "--output_dir",
+            str(run),
+            launch="zero2",
+            launch_args=f"{cluster} --machine_rank {rank}",
+            CONFIG=config,
+        )
+        for rank in (0, 1)
     ]
-    proc = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=900)
-    output = proc.stdout + proc.stderr
-    assert proc.returncode == 0, output[-4000:]
-    assert "[rank 0/2, backend gloo] finished" in output and "[rank 1/2, backend gloo] finished" in output
-    assert output.count(f"{method.upper()} finished: 2 steps") == 1  # the summary: rank 0 only
-    assert (out / "adapter_model.safetensors").exists() and not list(tmp_path.glob("*/rank*"))
+    first, second = (finished(machine) for machine in machines)
+    assert "[rank 0/2, backend gloo] finished" in first and "DPO finished: 2 steps" in first
+    assert "[rank 1/2, backend gloo] finished" in second and "DPO finished" not in second
+    assert engine(run) == {"type": "DEEPSPEED", "zero_stage": 2, "world_size": 2, "machines": 2, "backend": "gloo"}
+    assert "engine   DEEPSPEED ZeRO-2, 2 processes on 2 machines (gloo)" in first
 
 
 EXPECTED_LAUNCH = {
@@ -59,6 +189,19 @@ EXPECTED_LAUNCH = {
     "zero3": ("DEEPSPEED", 3),
     "fsdp": ("FSDP", None),
 }
+
+
+def launch_environment(name: str) -> dict[str, str]:
+    """What `accelerate launch --config_file recipes/accelerate/<name>.yaml --num_processes 2` sets for each process
+    (a DDP or FSDP config), by accelerate's own launch code."""
+    from accelerate.commands.launch import _validate_launch_command, launch_command_parser
+    from accelerate.utils.launch import prepare_multi_gpu_env
+
+    path = REPO_ROOT / "recipes" / "accelerate" / f"{name}.yaml"
+    args = launch_command_parser().parse_args(
+        ["--config_file", str(path), "--num_processes", "2", "--main_process_port", str(free_port()), "x.py"]
+    )
+    return prepare_multi_gpu_env(_validate_launch_command(args)[0])
 
 
 def test_every_accelerate_config_parses_with_accelerate_as_what_its_name_says():
@@ -72,5 +215,21 @@ def test_every_accelerate_config_parses_with_accelerate_as_what_its_name_says():
         assert config.distributed_type.name == distributed_type, path.name
         if zero_stage:
             assert config.deepspeed_config["zero_stage"] == zero_stage, path.name
+            # one command per machine (torchrun), the same as DDP's, rather than ssh from the first
+            assert config.deepspeed_config["deepspeed_multinode_launcher"] == "standard", path.name
         if distributed_type == "FSDP":
             assert config.fsdp_config, path.name
+
+
+def test_fsdp_config_is_fsdp2_with_a_full_state_dict(monkeypatch):
+    """accelerate's FSDP plugin, built from the environment the launch gives each process."""
+    from accelerate.utils import FullyShardedDataParallelPlugin
+    from torch.distributed.fsdp import CPUOffloadPolicy, StateDictType
+
+    for key, value in launch_environment("fsdp").items():
+        monkeypatch.setenv(key, value)
+    plugin = FullyShardedDataParallelPlugin()
+    assert plugin.fsdp_version == 2 and plugin.reshard_after_forward is True
+    assert plugin.state_dict_type == StateDictType.FULL_STATE_DICT  # the save writes adapter_model.safetensors
+    assert not isinstance(plugin.cpu_offload, CPUOffloadPolicy)
+    assert plugin.auto_wrap_policy.__name__ == "transformer_auto_wrap_policy"  # one decoder layer a unit
