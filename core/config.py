@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-from core.distributed import check_engine, cpu_launch_settings
+from core.distributed import check_engine, prepare_cpu_launch
 from core.errors import one_line_errors
 
 
@@ -31,7 +31,7 @@ def parse_config(parser):
     SOURCES.update(
         {arg[2:].split("=")[0].replace("-", "_"): "the command line" for arg in sys.argv if arg[:2] == "--"}
     )
-    launch = {key: value for key, value in cpu_launch_settings(sys.argv[1:]).items() if key in known_keys(parser)}
+    launch = {key: value for key, value in prepare_cpu_launch(sys.argv[1:]).items() if key in known_keys(parser)}
     SOURCES.update(dict.fromkeys(launch, "the launch (no CUDA here)"))
     try:
         parsed = parser.parse_args_and_config(sys.argv[1:] + [a for key, v in launch.items() for a in (f"--{key}", v)])

@@ -11,6 +11,7 @@ import os
 
 import torch
 import torch.distributed as dist
+from accelerate.state import AcceleratorState
 
 from core.errors import UserError
 
@@ -36,9 +37,10 @@ def shards_parameters() -> bool:
     return requested_engine() == "FSDP" or requested_zero_stage() == 3
 
 
-def cpu_launch_settings(argv: list[str]) -> dict[str, str]:
-    """Settings a launch needs on a machine without CUDA, for the recipe's parser to read after the user's own
-    command line (the YAML stays as written; a flag the user gave is kept).
+def prepare_cpu_launch(argv: list[str]) -> dict[str, str]:
+    """What a launch needs on a machine without CUDA: sets the launch's mixed precision to "no" here, and returns
+    the settings for the recipe's parser to read after the user's own command line (the YAML stays as written; a
+    flag the user gave is kept).
 
     The launch configs ask for bf16 autocast, which is for GPUs: here the recipe's own bf16/fp16 decide (the CPU
     configs compute in fp32, and DeepSpeed refuses a mixed precision the training arguments do not share). DeepSpeed
@@ -60,8 +62,7 @@ def check_engine(state) -> None:
     wanted, actual = requested_engine(), state.distributed_type.name
     if wanted is None or actual == wanted:
         return
-    final = type(state).__name__ == "AcceleratorState"
-    if not final and wanted == "FSDP" and actual not in UNSHARDED_FALLBACKS:
+    if not isinstance(state, AcceleratorState) and wanted == "FSDP" and actual not in UNSHARDED_FALLBACKS:
         return
     if wanted == "FSDP" and not torch.cuda.is_available():
         raise UserError(

@@ -8,9 +8,9 @@ from trl import ModelConfig
 
 from core.distributed import (
     check_engine,
-    cpu_launch_settings,
     describe,
     engine_record,
+    prepare_cpu_launch,
     requested_engine,
     shards_parameters,
 )
@@ -52,18 +52,18 @@ def test_fsdp_shards_parameters(launched):
 def test_without_cuda_a_deepspeed_launch_gets_gloo_and_no_use_cpu_and_the_configs_own_precision(launched):
     import os
 
-    assert cpu_launch_settings([]) == {}  # not launched: nothing changes
+    assert prepare_cpu_launch([]) == {}  # not launched: nothing changes
     launched("DEEPSPEED", 2)
-    assert cpu_launch_settings(["--config", "c.yaml"]) == {"use_cpu": "false", "ddp_backend": "gloo"}
+    assert prepare_cpu_launch(["--config", "c.yaml"]) == {"use_cpu": "false", "ddp_backend": "gloo"}
     assert os.environ["ACCELERATE_MIXED_PRECISION"] == "no"  # the recipe's bf16/fp16 decide
-    assert cpu_launch_settings(["--ddp_backend=mpi", "--use-cpu", "true"]) == {}  # the user's own flags stay
+    assert prepare_cpu_launch(["--ddp_backend=mpi", "--use-cpu", "true"]) == {}  # the user's own flags stay
 
 
 def test_without_cuda_a_ddp_launch_keeps_use_cpu(launched):
     import os
 
     launched(None)
-    assert cpu_launch_settings([]) == {} and os.environ["ACCELERATE_MIXED_PRECISION"] == "no"
+    assert prepare_cpu_launch([]) == {} and os.environ["ACCELERATE_MIXED_PRECISION"] == "no"
 
 
 def test_a_sharded_4bit_base_is_stored_in_the_compute_dtype(launched):
