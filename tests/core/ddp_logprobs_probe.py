@@ -61,6 +61,10 @@ def main(model_path: str):
                 }
             )
         )
+    # both ranks leave the process group together: a rank exiting while gloo's threads still run can abort the
+    # other ("terminate called without an active exception", seen once in CI)
+    accelerator.wait_for_everyone()
+    accelerator.end_training()
 
 
 if __name__ == "__main__":
