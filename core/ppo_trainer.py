@@ -15,7 +15,7 @@ from peft import LoraConfig, get_peft_model, set_peft_model_state_dict
 from safetensors.torch import load_file, save_file
 from torch import nn
 from torch.utils.data import DataLoader, Sampler
-from transformers import AutoConfig, AutoModelForSequenceClassification, TrainerCallback
+from transformers import AutoConfig, AutoModelForSequenceClassification, PretrainedConfig, TrainerCallback
 from transformers.modeling_outputs import BaseModelOutput
 from trl import ModelConfig
 from trl.experimental.ppo import PPOTrainer
@@ -38,6 +38,7 @@ class RewardFunctionModel(nn.Module):
         super().__init__()
         self.backbone = _RewardBackbone(tokenizer, reward_funcs, weights, prompt_columns)
         self.score = nn.Identity()
+        self.config = PretrainedConfig()  # TRL's DeepSpeed wrapping reads a hidden size from it; there is none
 
 
 class _RewardBackbone(nn.Module):
@@ -46,7 +47,8 @@ class _RewardBackbone(nn.Module):
         self.tokenizer, self.reward_funcs, self.weights = tokenizer, reward_funcs, weights
         self.prompt_columns = prompt_columns
         self.prompt_lengths = sorted({len(k) for k in prompt_columns})
-        self.anchor = nn.Parameter(torch.zeros(()), requires_grad=False)  # gives the module a device
+        # gives the module a device; one element, not a scalar: DeepSpeed broadcasts parameters as bytes
+        self.anchor = nn.Parameter(torch.zeros(1), requires_grad=False)
 
     def split(self, tokens: list[int]) -> tuple[dict, list[int]]:
         for length in self.prompt_lengths:
@@ -122,6 +124,21 @@ class ResumablePPOTrainer(PPOTrainer):
             )
         )
 
+    def create_optimizer(self):
+        optimizer = super().create_optimizer()
+        # LoRA leaves transformers' no-weight-decay group empty; DeepSpeed drops empty groups when it wraps the
+        # optimizer, after TRL's PPO has made the scheduler from it, and torch's scheduler then has one rate too many
+        optimizer.param_groups[:] = [group for group in optimizer.param_groups if group["params"]]
+        return optimizer
+
+    def save_model(self, output_dir: str | None = None, _internal_call: bool = False):
+        if not self.is_deepspeed_enabled:
+            return super().save_model(output_dir, _internal_call)
+        # TRL's PPO hands transformers the policy where transformers 5 reads the DeepSpeed engine's config. Under
+        # ZeRO-2 (the recipe refuses ZeRO-3) every rank holds the whole adapter: the main process writes it.
+        if self.args.should_save:
+            self.accelerator.unwrap_model(self.model).policy.save_pretrained(output_dir or self.args.output_dir)
+
     def _save_checkpoint(self, model, trial):
         folder = Path(self.args.output_dir) / f"checkpoint-{self.state.global_step}"
         folder.mkdir(parents=True, exist_ok=True)
@@ -145,11 +162,13 @@ class ResumablePPOTrainer(PPOTrainer):
 
 
 def prompts_per_update(training_args) -> int:
-    """Prompts one PPO update rolls out and trains on: a micro-batch x accumulation x mini-batches."""
+    """Prompts one PPO update rolls out and trains on, over all processes: a micro-batch x accumulation x
+    mini-batches x processes (TRL's batch_size)."""
     return (
         training_args.per_device_train_batch_size
         * training_args.gradient_accumulation_steps
         * training_args.num_mini_batches
+        * training_args.distributed_state.num_processes  # PPOConfig's own `world_size` is filled in only by PPO
     )
 
 

@@ -28,6 +28,7 @@ from core.data import (
     warn_unparseable_golds,
     with_code_test_columns,
 )
+from core.distributed import requested_zero_stage
 from core.errors import DataError
 from core.logprob_trainers import check_logprobs
 from core.models import check_model, load_model, load_tokenizer, prompt_room
@@ -98,6 +99,11 @@ def main(script_args: ScriptArguments, training_args: PPOConfig, model_args: Mod
     if not model_args.use_peft:
         raise SystemExit("this recipe trains LoRA adapters (use_peft: true): the reference is the adapter-less base")
     check_logprobs(script_args.logprobs, "ppo", training_args)
+    if requested_zero_stage() == 3:
+        raise SystemExit(
+            "PPO does not run under ZeRO-3: its critic shares the policy's frozen 4-bit base module for module "
+            "(core.ppo_trainer.load_value_model), which ZeRO-3 partitions as it loads; use LAUNCH=zero2 or multi_gpu"
+        )
     check_model(model_args, source_of("model_name_or_path"))
 
     # ----- data -----
@@ -118,7 +124,7 @@ def main(script_args: ScriptArguments, training_args: PPOConfig, model_args: Mod
         raise DataError(
             f"dataset {script_args.dataset_name} has {len(dataset)} prompts, fewer than one PPO "
             f"batch ({batch} = per_device_train_batch_size x gradient_accumulation_steps x "
-            "num_mini_batches)"
+            "num_mini_batches x processes)"
         )
     if not script_args.use_reward_model:
         warn_unparseable_golds(dataset, script_args.reward_funcs, script_args.dataset_name)

@@ -43,10 +43,11 @@ def finished(proc: subprocess.Popen) -> str:
     return output
 
 
-def dpo_config(pairs: Path, folder: Path, **settings) -> Path:
-    """The tiny DPO config on the test's own pairs (so make does not build the shipped ones)."""
-    config = yaml.safe_load((REPO_ROOT / "recipes/configs/tiny/dpo.yaml").read_text()) | {"dataset_name": str(pairs)}
-    path = folder / "dpo.yaml"
+def pairs_config(pairs: Path, folder: Path, method: str = "dpo", **settings) -> Path:
+    """The tiny DPO (or ORPO) config on the test's own pairs (so make does not build the shipped ones)."""
+    shipped = REPO_ROOT / f"recipes/configs/tiny/{method}.yaml"
+    config = yaml.safe_load(shipped.read_text()) | {"dataset_name": str(pairs)}
+    path = folder / f"{method}.yaml"
     path.write_text(yaml.safe_dump(config | settings))
     return path
 
@@ -103,7 +104,7 @@ def test_grpo_under_deepspeed_records_the_stage_and_the_ranks_score_different_pr
 @pytest.mark.slow
 def test_dpo_under_zero3_with_a_4bit_base_records_stage_3_and_saves_an_adapter(tiny_world, tiny_pairs, tmp_path):
     run = tmp_path / "run"
-    config = dpo_config(tiny_pairs, tmp_path)
+    config = pairs_config(tiny_pairs, tmp_path)
     output = finished(make("dpo", *STEPS, "--output_dir", str(run), launch="zero3", CONFIG=config))
     assert_both_ranks_finished(output, "dpo")
     assert engine(run) == {"type": "DEEPSPEED", "zero_stage": 3, "world_size": 2, "machines": 1, "backend": "gloo"}
@@ -121,7 +122,7 @@ def test_dpo_under_zero2_saves_the_adapter_one_process_makes_from_both_ranks_bat
     """One step of plain SGD at learning rate 1 from the seeded LoRA init (B = 0), full-precision base: the adapter is
     the init minus the gradient. Two ranks of 8 pairs must give what one process gives on the same 16 pairs (their
     averaged gradient), and differ from what the first rank's 8 alone give."""
-    config = dpo_config(tiny_pairs, tmp_path, load_in_4bit=False, use_bnb_nested_quant=False, optim="sgd")
+    config = pairs_config(tiny_pairs, tmp_path, load_in_4bit=False, use_bnb_nested_quant=False, optim="sgd")
     one_step = ["--max_steps", "1", "--learning_rate", "1", "--save_strategy", "no", "--output_dir"]
     runs = {name: tmp_path / name for name in ("zero2", "one-16", "one-8")}
     output = finished(make("dpo", *one_step, str(runs["zero2"]), launch="zero2", CONFIG=config))
@@ -133,6 +134,27 @@ def test_dpo_under_zero2_saves_the_adapter_one_process_makes_from_both_ranks_bat
     adapters = {name: load_file(run / "adapter_model.safetensors") for name, run in runs.items()}
     assert relative_difference(adapters["zero2"], adapters["one-16"]) < 1e-5
     assert relative_difference(adapters["zero2"], adapters["one-8"]) > 1e-3
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("method", "launch"), [("ppo", "zero2"), ("orpo", "zero3")])
+def test_ppo_and_orpo_under_deepspeed_record_the_stage_and_save_an_adapter(method, launch, tiny_pairs, tmp_path):
+    run = tmp_path / "run"
+    settings = {"CONFIG": pairs_config(tiny_pairs, tmp_path, "orpo")} if method == "orpo" else {}
+    output = finished(make(method, *STEPS, "--output_dir", str(run), launch=launch, **settings))
+    assert_both_ranks_finished(output, method)
+    assert engine(run)["type"] == "DEEPSPEED" and engine(run)["zero_stage"] == int(launch[-1])
+    assert engine(run)["world_size"] == 2
+    assert load_file(run / "adapter_model.safetensors")  # PPO: the policy's adapter, written by rank 0
+
+
+@pytest.mark.slow
+def test_ppo_under_zero3_is_refused_in_one_line_before_any_model_loads(tiny_world, tmp_path):
+    run = tmp_path / "run"
+    proc = make("ppo", *STEPS, "--output_dir", str(run), launch="zero3")
+    output = proc.communicate(timeout=600)[0]
+    assert proc.returncode != 0 and output.count("PPO does not run under ZeRO-3") == 2
+    assert "finished" not in output and not run.exists()
 
 
 @pytest.mark.slow
@@ -161,7 +183,7 @@ def test_two_machines_of_one_process_each_train_one_run_under_deepspeed(tiny_pai
     """The README's N-machine command, as two "machines" on localhost: the same make command on each, with its
     machine rank and the first machine's address."""
     run = tmp_path / "run"
-    config = dpo_config(tiny_pairs, tmp_path)
+    config = pairs_config(tiny_pairs, tmp_path)
     cluster = f"--num_machines 2 --main_process_ip 127.0.0.1 --main_process_port {free_port()}"
     machines = [
         make(
