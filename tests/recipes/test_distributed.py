@@ -118,22 +118,25 @@ def relative_difference(a: dict, b: dict) -> float:
 
 
 @pytest.mark.slow
-def test_dpo_under_zero2_saves_the_adapter_one_process_makes_from_both_ranks_batches(tiny_pairs, tmp_path):
+def test_dpo_under_zero2_and_zero3_saves_the_adapter_one_process_makes_from_both_ranks_batches(tiny_pairs, tmp_path):
     """One step of plain SGD at learning rate 1 from the seeded LoRA init (B = 0), full-precision base: the adapter is
     the init minus the gradient. Two ranks of 8 pairs must give what one process gives on the same 16 pairs (their
-    averaged gradient), and differ from what the first rank's 8 alone give."""
+    averaged gradient; under ZeRO-3 also gathered from both ranks' partitions at the save), and differ from what the
+    first rank's 8 alone give."""
     config = pairs_config(tiny_pairs, tmp_path, load_in_4bit=False, use_bnb_nested_quant=False, optim="sgd")
     one_step = ["--max_steps", "1", "--learning_rate", "1", "--save_strategy", "no", "--output_dir"]
-    runs = {name: tmp_path / name for name in ("zero2", "one-16", "one-8")}
-    output = finished(make("dpo", *one_step, str(runs["zero2"]), launch="zero2", CONFIG=config))
-    assert "[rank 1/2, backend gloo] finished" in output
-    assert engine(runs["zero2"])["type"] == "DEEPSPEED" and engine(runs["zero2"])["zero_stage"] == 2
+    runs = {name: tmp_path / name for name in ("zero2", "zero3", "one-16", "one-8")}
+    for launch in ("zero2", "zero3"):
+        output = finished(make("dpo", *one_step, str(runs[launch]), launch=launch, CONFIG=config))
+        assert "[rank 1/2, backend gloo] finished" in output
+        assert engine(runs[launch])["type"] == "DEEPSPEED" and engine(runs[launch])["zero_stage"] == int(launch[-1])
     for name, batch in (("one-16", "16"), ("one-8", "8")):
         finished(make("dpo", *one_step, str(runs[name]), "--per_device_train_batch_size", batch, CONFIG=config))
         assert engine(runs[name]) == {"type": "NO", "world_size": 1, "machines": 1, "backend": None}
     adapters = {name: load_file(run / "adapter_model.safetensors") for name, run in runs.items()}
-    assert relative_difference(adapters["zero2"], adapters["one-16"]) < 1e-5
-    assert relative_difference(adapters["zero2"], adapters["one-8"]) > 1e-3
+    for launch in ("zero2", "zero3"):
+        assert relative_difference(adapters[launch], adapters["one-16"]) < 1e-5, launch
+        assert relative_difference(adapters[launch], adapters["one-8"]) > 1e-3, launch
 
 
 @pytest.mark.slow
