@@ -94,14 +94,10 @@ def model_kwargs(model_args: ModelConfig) -> dict:
     quantization_config = get_quantization_config(model_args)
     if quantization_config is not None:
         kwargs["quantization_config"] = quantization_config
-        # ZeRO-3 places (and partitions) the weights itself; None, not absent: TRL's ORPO fills in "auto" otherwise
-        kwargs["device_map"] = (
-            None
-            if is_deepspeed_zero3_enabled()
-            else {"": torch.cuda.current_device()}
-            if torch.cuda.is_available()
-            else {"": "cpu"}
-        )
+        if is_deepspeed_zero3_enabled():  # ZeRO-3 places (and partitions) the weights itself
+            kwargs["device_map"] = None  # not absent: TRL's ORPO would fill in "auto"
+        else:
+            kwargs["device_map"] = {"": torch.cuda.current_device()} if torch.cuda.is_available() else {"": "cpu"}
     return kwargs
 
 

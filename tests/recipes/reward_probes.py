@@ -10,8 +10,7 @@ from rewards.text import completion_text
 
 def record_prompts(completions, prompts=None, **kwargs) -> list[float]:
     """Appends one line per call: the prompts and completions scored, the process's rank and a digest of torch's RNG
-    state.
-    Scores completion length (any signal will do)."""
+    state. Scores completion length (any signal will do)."""
     texts = [completion_text(c) for c in completions]
     prompt_texts = [p if isinstance(p, str) else p[-1]["content"] for p in (prompts or [])]
     with open(os.environ["PROMPT_LOG"], "a") as fh:

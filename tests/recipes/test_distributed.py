@@ -1,6 +1,7 @@
 """Recipes under `accelerate launch` (the Makefile's LAUNCH= / NPROC=), as two CPU processes over gloo: DDP, DeepSpeed
-ZeRO-2 and ZeRO-3 (4-bit base on, and off for one), FSDP refused on CPU, and two "machines" on localhost. Each run
-records the engine it ran under in summary.json; these tests hold it to what the launch asked for."""
+ZeRO-2 and ZeRO-3 for every method (4-bit base on; off where the adapter is compared with one process's), PPO under
+ZeRO-3 and FSDP on CPU refused, and two "machines" on localhost. Each run records the engine it ran under in
+summary.json; these tests hold it to what the launch asked for."""
 
 import json
 import os
@@ -22,7 +23,7 @@ GRPO_BATCH = ["--per_device_train_batch_size", "16", "--gradient_accumulation_st
 
 
 def make(method: str, *args: str, launch: str | None = None, nproc: int = 2, launch_args: str = "", env=None, **kw):
-    """`make <method> LAUNCH=<launch> NPROC=<nproc> ARGS=...`, as a user types it; returns the finished process."""
+    """`make <method> LAUNCH=<launch> NPROC=<nproc> ARGS=...`, as a user types it, started (`finished` waits)."""
     variables = [f"ARGS={shlex.join(args)}"]
     if launch:
         variables += [f"LAUNCH={launch}", f"NPROC={nproc}"] + ([f"LAUNCH_ARGS={launch_args}"] if launch_args else [])
