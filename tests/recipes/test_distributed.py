@@ -1,7 +1,7 @@
 """Recipes under `accelerate launch` (the Makefile's LAUNCH= / NPROC=), as two CPU processes over gloo: DDP, DeepSpeed
-ZeRO-2 and ZeRO-3 for every method (4-bit base on; off where the adapter is compared with one process's), PPO under
-ZeRO-3 and FSDP on CPU refused, and two "machines" on localhost. Each run records the engine it ran under in
-summary.json; these tests hold it to what the launch asked for."""
+ZeRO-2 and ZeRO-3 for GRPO and DPO, PPO under ZeRO-2 and ORPO under ZeRO-3 (4-bit base on; off where the adapter is
+compared with one process's), PPO under ZeRO-3 and FSDP on CPU refused, and two "machines" on localhost. Each run
+records the engine it ran under in summary.json; these tests hold it to what the launch asked for."""
 
 import json
 import os
