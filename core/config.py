@@ -28,10 +28,9 @@ def parse_config(parser):
     SOURCES.clear()
     written = yaml.safe_load(Path(config).read_text()) if config else {}
     SOURCES.update({key: config for key in written or {}})
-    SOURCES.update(
-        {arg[2:].split("=")[0].replace("-", "_"): "the command line" for arg in sys.argv if arg[:2] == "--"}
-    )
-    launch = {key: value for key, value in prepare_cpu_launch(sys.argv[1:]).items() if key in known_keys(parser)}
+    given = {arg[2:].split("=")[0].replace("-", "_") for arg in sys.argv if arg[:2] == "--"}
+    SOURCES.update(dict.fromkeys(given, "the command line"))
+    launch = {key: value for key, value in prepare_cpu_launch(given).items() if key in known_keys(parser)}
     SOURCES.update(dict.fromkeys(launch, "the launch (no CUDA here)"))
     try:
         parsed = parser.parse_args_and_config(sys.argv[1:] + [a for key, v in launch.items() for a in (f"--{key}", v)])

@@ -37,10 +37,10 @@ def shards_parameters() -> bool:
     return requested_engine() == "FSDP" or requested_zero_stage() == 3
 
 
-def prepare_cpu_launch(argv: list[str]) -> dict[str, str]:
+def prepare_cpu_launch(given: set[str]) -> dict[str, str]:
     """What a launch needs on a machine without CUDA: sets the launch's mixed precision to "no" here, and returns
     the settings for the recipe's parser to read after the user's own command line (the YAML stays as written; a
-    flag the user gave is kept).
+    setting the user gave on the command line, one of `given`, is kept).
 
     The launch configs ask for bf16 autocast, which is for GPUs: here the recipe's own bf16/fp16 decide (the CPU
     configs compute in fp32, and DeepSpeed refuses a mixed precision the training arguments do not share). DeepSpeed
@@ -51,7 +51,6 @@ def prepare_cpu_launch(argv: list[str]) -> dict[str, str]:
     os.environ["ACCELERATE_MIXED_PRECISION"] = "no"
     if requested_engine() != "DEEPSPEED":
         return {}
-    given = {arg[2:].split("=")[0].replace("-", "_") for arg in argv if arg.startswith("--")}
     return {key: value for key, value in (("use_cpu", "false"), ("ddp_backend", "gloo")) if key not in given}
 
 

@@ -1,6 +1,8 @@
 """What a launch asks for, what a CPU machine needs to give it that, and the refusal when it would run as something
 else, in this process (the launches themselves: tests/recipes/test_distributed.py)."""
 
+import os
+
 import pytest
 import torch
 from accelerate import PartialState
@@ -50,20 +52,16 @@ def test_fsdp_shards_parameters(launched):
 
 
 def test_without_cuda_a_deepspeed_launch_gets_gloo_and_no_use_cpu_and_the_configs_own_precision(launched):
-    import os
-
-    assert prepare_cpu_launch([]) == {}  # not launched: nothing changes
+    assert prepare_cpu_launch(set()) == {}  # not launched: nothing changes
     launched("DEEPSPEED", 2)
-    assert prepare_cpu_launch(["--config", "c.yaml"]) == {"use_cpu": "false", "ddp_backend": "gloo"}
+    assert prepare_cpu_launch({"config"}) == {"use_cpu": "false", "ddp_backend": "gloo"}
     assert os.environ["ACCELERATE_MIXED_PRECISION"] == "no"  # the recipe's bf16/fp16 decide
-    assert prepare_cpu_launch(["--ddp_backend=mpi", "--use-cpu", "true"]) == {}  # the user's own flags stay
+    assert prepare_cpu_launch({"ddp_backend", "use_cpu"}) == {}  # the user's own settings stay
 
 
 def test_without_cuda_a_ddp_launch_keeps_use_cpu(launched):
-    import os
-
     launched(None)
-    assert prepare_cpu_launch([]) == {} and os.environ["ACCELERATE_MIXED_PRECISION"] == "no"
+    assert prepare_cpu_launch(set()) == {} and os.environ["ACCELERATE_MIXED_PRECISION"] == "no"
 
 
 def test_a_sharded_4bit_base_is_stored_in_the_compute_dtype(launched):

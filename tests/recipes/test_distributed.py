@@ -44,6 +44,15 @@ def finished(proc: subprocess.Popen) -> str:
     return output
 
 
+def refused(method: str, launch: str, run: Path) -> str:
+    """Output of a launch that must end before training: it fails, no rank finishes, nothing is written."""
+    proc = make(method, *STEPS, "--output_dir", str(run), launch=launch)
+    output = proc.communicate(timeout=600)[0]
+    assert proc.returncode != 0
+    assert "finished" not in output and not run.exists()  # nothing trained, nothing written
+    return output
+
+
 def pairs_config(pairs: Path, folder: Path, method: str = "dpo", **settings) -> Path:
     """The tiny DPO (or ORPO) config on the test's own pairs (so make does not build the shipped ones)."""
     shipped = REPO_ROOT / f"recipes/configs/tiny/{method}.yaml"
@@ -154,11 +163,7 @@ def test_ppo_and_orpo_under_deepspeed_record_the_stage_and_save_an_adapter(metho
 
 @pytest.mark.slow
 def test_ppo_under_zero3_is_refused_in_one_line_before_any_model_loads(tiny_world, tmp_path):
-    run = tmp_path / "run"
-    proc = make("ppo", *STEPS, "--output_dir", str(run), launch="zero3")
-    output = proc.communicate(timeout=600)[0]
-    assert proc.returncode != 0 and output.count("PPO does not run under ZeRO-3") == 2
-    assert "finished" not in output and not run.exists()
+    assert refused("ppo", "zero3", tmp_path / "run").count("PPO does not run under ZeRO-3") == 2
 
 
 @pytest.mark.slow
@@ -172,14 +177,10 @@ def test_ddp_on_two_cpu_processes_records_multi_cpu(tiny_world, tmp_path):
 
 @pytest.mark.slow
 def test_fsdp_on_cpu_is_refused_in_one_line_before_any_model_loads(tiny_world, tmp_path):
-    run = tmp_path / "run"
-    proc = make("grpo", *STEPS, "--output_dir", str(run), launch="fsdp")
-    output = proc.communicate(timeout=600)[0]
-    assert proc.returncode != 0
+    output = refused("grpo", "fsdp", tmp_path / "run")
     refusals = [line for line in output.splitlines() if "error: this launch asks for FSDP" in line]
     assert len(refusals) == 2  # one line from each rank
     assert all("would run as MULTI_CPU, unsharded" in line and "LAUNCH=zero3" in line for line in refusals)
-    assert "finished" not in output and not run.exists()  # nothing trained, nothing written
 
 
 @pytest.mark.slow
