@@ -33,6 +33,12 @@ def always_half(completions, **kwargs) -> list[float]:
     return [0.5 for _ in completions]
 
 
+def alternating(completions, **kwargs) -> list[float]:
+    """1, 0, 1, 0, ... in the order given: whatever the model writes (and whatever the CPU's numerics make of it),
+    every group of two or more samples holds a pair."""
+    return [float(i % 2 == 0) for i in range(len(completions))]
+
+
 def one_score_per_batch(completions, **kwargs) -> list[float]:
     """Broken on purpose: one score for the whole batch."""
     return [1.0]

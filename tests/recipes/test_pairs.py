@@ -22,11 +22,16 @@ def test_pairs_are_valid_trl_preference_rows_scored_by_the_same_reward(tiny_pair
 
 def test_parquet_output_and_bad_output_name(tiny_world, tmp_path):
     out = tmp_path / "pairs.parquet"
+    # a reward that pairs every prompt: how many pairs the model's own answers give depends on the CPU's numerics
     rows = run_recipe(
-        pairs, "recipes/configs/tiny/pairs.yaml", "--max_prompts", "8", "--num_samples", "4", "--output", str(out)
+        pairs,
+        "recipes/configs/tiny/pairs.yaml",
+        *("--max_prompts", "8", "--num_samples", "4", "--output", str(out)),
+        *("--reward_funcs", "tests.recipes.reward_probes.alternating"),
     )
     import datasets
 
+    assert len(rows) == 8
     assert len(datasets.load_dataset("parquet", data_files=str(out), split="train")) == len(rows)
     with pytest.raises(SystemExit, match="use a .jsonl or .parquet"):
         run_recipe(pairs, "recipes/configs/tiny/pairs.yaml", "--output", str(tmp_path / "pairs.csv"))
