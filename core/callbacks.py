@@ -1,13 +1,16 @@
 """What every recipe's trainer reports while it trains: metrics.jsonl, cost.json (memory, time, reward time),
 checkpoints.jsonl (and the run's own checkpoint rotation), and a graceful stop on SIGTERM or Ctrl-C (save a
-checkpoint, then exit)."""
+checkpoint, then exit; a step that does not end within a grace period is interrupted, saying where it was)."""
 
 import json
 import os
 import resource
 import signal
+import subprocess
 import sys
+import threading
 import time
+import traceback
 from pathlib import Path
 
 import torch
@@ -16,6 +19,7 @@ from transformers import PreTrainedModel, TrainerCallback
 from core.memory_meter import LiveTensorMeter, model_tensors, rss_mb
 from core.run_dir import RUN, record_checkpoint
 from rewards import call_reward
+from rewards.time_limit import REWARD_TIMEOUT_SECONDS, install_alarm_handler, interrupt_main_thread, running
 
 # The runtime alone (Python, torch, transformers and, since the recipes import it first, TRL; no model yet): what a
 # CPU peak sits on top of.
@@ -29,17 +33,17 @@ REWARD_SCORES: dict[str, list[float]] = {}
 
 
 class TimedReward:
-    """A reward function as training calls it: checked (`rewards.call_reward`: one number or None per completion,
-    or an error naming the reward and the row) and timed into REWARD_TIME (what a code reward's sandbox costs per
-    step). A class, not a closure, so it pickles like the rewards it wraps."""
+    """A reward function as training calls it: checked (`rewards.call_reward`: one finite number or None per
+    completion within `timeout` seconds, or an error naming the reward and the row) and timed into REWARD_TIME (what
+    a code reward's sandbox costs per step). A class, not a closure, so it pickles like the rewards it wraps."""
 
-    def __init__(self, func):
-        self.func = func
+    def __init__(self, func, timeout: float | None = REWARD_TIMEOUT_SECONDS):
+        self.func, self.timeout = func, timeout
         self.__name__ = getattr(func, "__name__", type(func).__name__)
 
     def __call__(self, completions, **columns):
         start = time.perf_counter()
-        scores = call_reward(self.func, completions, **columns)
+        scores = call_reward(self.func, completions, timeout=self.timeout, **columns)
         spent = REWARD_TIME.setdefault(self.__name__, {"seconds": 0.0, "calls": 0, "completions": 0})
         spent["seconds"] += time.perf_counter() - start
         spent["calls"] += 1
@@ -66,12 +70,24 @@ class MetricsLogger(TrainerCallback):
                 fh.write(json.dumps(row) + "\n")
 
 
+# After SIGTERM, how long a step may take to end on its own: below the 30 s that Slurm (KillWait) and Kubernetes
+# (terminationGracePeriodSeconds) wait by default before SIGKILL, so the last finished step is saved in time.
+STOP_GRACE_SECONDS = 20.0
+
+
 class StopOnSignal(TrainerCallback):
     """SIGTERM (a scheduler's preemption, `kill`) or Ctrl-C (SIGINT) saves a checkpoint at the end of the current
-    step, says where, and exits without a traceback; a second Ctrl-C stops at once, without saving."""
+    step, says where, and exits without a traceback; a second Ctrl-C stops at once, without saving.
 
-    def __init__(self):
-        self.requested = None
+    A step that has not ended `grace_seconds` after the signal (stuck in a reward, a stalled call, a step longer than
+    a scheduler waits) is interrupted where it is, said in one line (the reward, the file and line), and the run
+    stops with the last finished step saved (`core.trainers.StopsCleanly`). Code that cannot be interrupted (C code
+    that never lets Python run) is killed from outside another `grace_seconds` later, again with one line."""
+
+    def __init__(self, grace_seconds: float = STOP_GRACE_SECONDS):
+        self.requested, self.grace_seconds = None, grace_seconds
+        self.stuck_at: str | None = None
+        install_alarm_handler()  # here, in the main thread: the interruption is raised by SIGALRM
         signal.signal(signal.SIGTERM, self._request)
         signal.signal(signal.SIGINT, self._request)
 
@@ -80,6 +96,7 @@ class StopOnSignal(TrainerCallback):
         if self.requested == "SIGINT" and name == "SIGINT":
             print("\nSIGINT again: stopping now, without saving", file=sys.stderr, flush=True)
             os._exit(130)
+        first = self.requested is None
         self.requested = name
         if name == "SIGINT":
             print(
@@ -87,6 +104,28 @@ class StopOnSignal(TrainerCallback):
                 file=sys.stderr,
                 flush=True,
             )
+        if first and self.grace_seconds and self.grace_seconds > 0:
+            timer = threading.Timer(self.grace_seconds, self._interrupt_step)
+            timer.daemon = True
+            timer.start()
+
+    def _interrupt_step(self):
+        """Runs in a timer thread: the step has not ended since the signal came."""
+        frame = sys._current_frames().get(threading.main_thread().ident)
+        place = next((f for f in reversed(traceback.extract_stack(frame)) if "time_limit.py" not in f.filename), None)
+        where = f"{Path(place.filename).name}:{place.lineno} in {place.name}" if place else "an unknown place"
+        reward = running()
+        self.stuck_at = f"{reward + ' at ' if reward else ''}{where}" + (
+            f": {place.line.strip()}" if place and place.line else ""
+        )
+        print(
+            f"\n{self.requested}: the step did not end within {self.grace_seconds:g} s; it was in {self.stuck_at}; "
+            "interrupting it",
+            file=sys.stderr,
+            flush=True,
+        )
+        _kill_later(self.grace_seconds, f"{self.requested}: the interrupted step did not stop either; killed")
+        interrupt_main_thread()
 
     def on_step_end(self, args, state, control, **kwargs):
         if self.requested:
@@ -100,6 +139,19 @@ class StopOnSignal(TrainerCallback):
                 f"{self.requested}: saved checkpoint-{state.global_step} in {args.output_dir}; stopping "
                 f"(resume with --resume_from_checkpoint latest --output_dir {args.output_dir})"
             )
+
+
+def _kill_later(seconds: float, message: str) -> None:
+    """SIGKILL this process `seconds` from now unless it has exited, from another process (this one may never run
+    Python again); that process holds a pidfd, so a later process with the same pid is safe."""
+    watcher = (
+        "import os, select, signal, sys\n"
+        f"fd = os.pidfd_open({os.getpid()})\n"
+        f"if not select.select([fd], [], [], {seconds})[0]:\n"
+        f"    print({message!r}, file=sys.stderr, flush=True)\n"
+        "    signal.pidfd_send_signal(fd, signal.SIGKILL)\n"
+    )
+    subprocess.Popen([sys.executable, "-c", watcher], start_new_session=True)
 
 
 class CostMeter(TrainerCallback):
@@ -191,7 +243,9 @@ class CostMeter(TrainerCallback):
             (self.output_dir / "cost.json").write_text(json.dumps(record, indent=2) + "\n")
 
 
-def run_callbacks(output_dir: str, measure_tensors: bool = False) -> list:
+def run_callbacks(
+    output_dir: str, measure_tensors: bool = False, stop_grace_seconds: float = STOP_GRACE_SECONDS
+) -> list:
     """metrics.jsonl logging, cost.json (memory, time) and graceful SIGTERM for any transformers Trainer."""
     # CostMeter before StopOnSignal: the checkpoint a signal saves is recorded before the process leaves
-    return [MetricsLogger(output_dir), CostMeter(output_dir, measure_tensors), StopOnSignal()]
+    return [MetricsLogger(output_dir), CostMeter(output_dir, measure_tensors), StopOnSignal(stop_grace_seconds)]

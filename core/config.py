@@ -4,12 +4,15 @@ import difflib
 import re
 import sys
 import warnings
+from dataclasses import field
 from pathlib import Path
 
 import yaml
 
+from core.callbacks import STOP_GRACE_SECONDS
 from core.distributed import check_engine, prepare_cpu_launch
 from core.errors import one_line_errors
+from rewards.time_limit import REWARD_TIMEOUT_SECONDS
 
 
 def parse_config(parser):
@@ -37,7 +40,7 @@ def parse_config(parser):
     except ValueError as error:
         unknown = re.findall(r"'--([^']+)'", str(error))
         if not unknown:
-            raise SystemExit(f"error in {config or 'command line'}: {error}") from error
+            raise SystemExit(f"error: {blame(parser, sys.argv[1:], given)}: {error}") from error
         where = "config file" if "config file" in str(error) else "command line"
         raise SystemExit(
             f"error in {config or 'command line'}: " + "; ".join(unknown_key(name, parser, where) for name in unknown)
@@ -47,6 +50,25 @@ def parse_config(parser):
         if getattr(settings, "distributed_state", None) is not None:
             check_engine(settings.distributed_state)
     return parsed
+
+
+def reward_timeout_field():
+    """The recipes' `reward_timeout` setting (rewards.time_limit says why its default)."""
+    return field(
+        default=REWARD_TIMEOUT_SECONDS,
+        metadata={"help": "seconds one reward call may run before the run stops, saved (0: no limit)"},
+    )
+
+
+def stop_grace_field():
+    """The recipes' `stop_grace_seconds` setting (core.callbacks.StopOnSignal)."""
+    return field(
+        default=STOP_GRACE_SECONDS,
+        metadata={
+            "help": "after SIGTERM or Ctrl-C, seconds the current step may take to end before it is interrupted "
+            "(the last finished step is saved)"
+        },
+    )
 
 
 # Where each setting of this process's recipe came from: the config file's path or "the command line".
@@ -69,9 +91,44 @@ def source_of(key: str) -> str:
     return SOURCES.get(key, "the default")
 
 
+# Settings that no run can train with, by name, wherever a config has them: the test on the value, what is required.
+# (Counts and lengths <= 0 are POSITIVE's.) TRL and transformers find some of these only after the model loaded
+# (temperature 0 in the middle of generation, lora_r 0 in peft), and some never (a negative beta trains).
+KL = "it weighs the KL penalty that holds the policy near the reference; a negative one rewards drifting away from it"
+RANGES = {
+    "temperature": (lambda v: v > 0, "must be > 0: this method samples (greedy decoding has no temperature)"),
+    "top_p": (lambda v: 0 < v <= 1, "must be in (0, 1]"),
+    "top_k": (lambda v: v >= 0, "must be >= 0 (0 turns it off)"),
+    "min_p": (lambda v: 0 <= v <= 1, "must be in [0, 1]"),
+    "repetition_penalty": (lambda v: v > 0, "must be > 0 (1 turns it off)"),
+    "lora_r": (lambda v: v > 0, "must be > 0: it is the LoRA adapter's rank"),
+    "lora_alpha": (lambda v: v > 0, "must be > 0: it scales the LoRA update"),
+    "lora_dropout": (lambda v: 0 <= v < 1, "must be in [0, 1)"),
+    "beta": (lambda v: v >= 0, f"must be >= 0: {KL}"),
+    "kl_coef": (lambda v: v >= 0, f"must be >= 0: {KL}"),
+    "num_iterations": (lambda v: v >= 1, "must be >= 1: the updates per generation batch"),
+    "epsilon": (lambda v: v > 0, "must be > 0: the clipping range"),
+    "epsilon_high": (lambda v: v > 0, "must be > 0: the clipping range"),
+    "cliprange": (lambda v: v > 0, "must be > 0: the clipping range"),
+    "cliprange_value": (lambda v: v > 0, "must be > 0: the critic's clipping range"),
+    "vf_coef": (lambda v: v >= 0, "must be >= 0"),
+    "gamma": (lambda v: 0 <= v <= 1, "must be in [0, 1]"),
+    "lam": (lambda v: 0 <= v <= 1, "must be in [0, 1]"),
+    "num_ppo_epochs": (lambda v: v >= 1, "must be >= 1"),
+    "num_mini_batches": (lambda v: v >= 1, "must be >= 1"),
+    "local_rollout_forward_batch_size": (lambda v: v >= 1, "must be >= 1"),
+    "steps_per_generation": (lambda v: v >= 1, "must be >= 1"),
+    "label_smoothing": (lambda v: 0 <= v < 0.5, "must be in [0, 0.5)"),
+    "min_margin": (lambda v: v >= 0, "must be >= 0"),
+    "reward_timeout": (lambda v: v >= 0, "must be >= 0 (0: no limit)"),
+    "stop_grace_seconds": (lambda v: v >= 0, "must be >= 0 (0: wait for the step however long it takes)"),
+}
+
+
 def check_settings(*configs) -> None:
     """Values no run can use, in one line each naming the value and where it came from, before any model loads:
-    a learning rate <= 0, max_steps 0 (transformers would silently run a full epoch), a count or length <= 0."""
+    a learning rate <= 0, max_steps 0 (transformers would silently run a full epoch), a count or length <= 0, and the
+    ranges of RANGES (LoRA's only where LoRA is on; DPO's beta must be > 0, since beta 0 leaves no gradient)."""
     problems = []
     for config in configs:
         rate = getattr(config, "learning_rate", None)
@@ -84,10 +141,60 @@ def check_settings(*configs) -> None:
             )
         for key in POSITIVE:
             value = getattr(config, key, None)
-            if isinstance(value, int | float) and not isinstance(value, bool) and value <= 0:
+            if _is_number(value) and value <= 0:
                 problems.append(f"{key} {value} (from {source_of(key)}) must be > 0")
+        for key, (valid, requirement) in RANGES.items():
+            value = getattr(config, key, None)
+            if key.startswith("lora_") and not getattr(config, "use_peft", False):
+                continue
+            if _is_number(value) and not valid(value):
+                problems.append(f"{key} {value:g} (from {source_of(key)}) {requirement}")
+        if type(config).__name__ == "DPOConfig" and _is_number(config.beta) and config.beta == 0:
+            problems.append(f"beta 0 (from {source_of('beta')}) must be > 0: with beta 0 DPO's loss has no gradient")
     if problems:
         raise SystemExit("error: " + "; ".join(dict.fromkeys(problems)))
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def blame(parser, argv: list[str], given: set[str]) -> str:
+    """Where a value that TRL's or transformers' own config checks refuse came from: the command-line flag without
+    which the settings parse (`--num_generations 1 (from the command line)`), else the config file."""
+    for key in sorted(given - {"config"}):
+        without = _without_flag(argv, key)
+        try:
+            parser.parse_args_and_config(without)
+        except (ValueError, SystemExit):
+            continue
+        return f"{key} {_flag_value(argv, key)} (from the command line)"
+    config = argv[argv.index("--config") + 1] if "--config" in argv[:-1] else None
+    return f"in {config}" if config else "in the command line"
+
+
+def _flag_tokens(argv: list[str], key: str) -> list[int]:
+    """Positions of `--key value` (or `--key=value`, or a bare `--key`) in argv."""
+    for i, arg in enumerate(argv):
+        name = arg[2:].split("=")[0].replace("-", "_") if arg.startswith("--") else None
+        if name == key:
+            if "=" in arg or i + 1 == len(argv) or argv[i + 1].startswith("--"):
+                return [i]
+            return [i, i + 1]
+    return []
+
+
+def _without_flag(argv: list[str], key: str) -> list[str]:
+    drop = set(_flag_tokens(argv, key))
+    return [arg for i, arg in enumerate(argv) if i not in drop]
+
+
+def _flag_value(argv: list[str], key: str) -> str:
+    tokens = _flag_tokens(argv, key)
+    if not tokens:
+        return ""
+    first = argv[tokens[0]]
+    return first.split("=", 1)[1] if "=" in first else (argv[tokens[-1]] if len(tokens) == 2 else "true")
 
 
 def known_keys(parser) -> set[str]:

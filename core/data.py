@@ -147,10 +147,15 @@ def check_rows(dataset, columns, source: str, drop: bool = False):
     return dataset.select([i for i in range(len(dataset)) if i not in bad])
 
 
-def fit_prompts(prompt_lengths: list[int], limit: int | None, source: str, truncate: bool = False) -> list[int]:
+FIT_HINT = "shorten them, or cut them with truncate_long_prompts: true"
+
+
+def fit_prompts(
+    prompt_lengths: list[int], limit: int | None, source: str, truncate: bool = False, hint: str = FIT_HINT
+) -> list[int]:
     """Rows whose prompt (in tokens, chat template included) leaves no room for the completion within the model's
-    positions: refused with their row numbers, or, when the user asks (`truncate_long_prompts`), the number of
-    tokens each must lose (0 for the rest).
+    positions: refused with their row numbers and `hint` (what to change), or, when the user asks
+    (`truncate_long_prompts`), the number of tokens each must lose (0 for the rest).
 
     >>> fit_prompts([10, 50, 20], 40, "d.jsonl", truncate=True)
     [0, 10, 0]
@@ -162,7 +167,7 @@ def fit_prompts(prompt_lengths: list[int], limit: int | None, source: str, trunc
         examples = ", ".join(f"row {i + 1} ({n} tokens)" for i, n in over[:5]) + (", ..." if len(over) > 5 else "")
         raise DataError(
             f"dataset {source}: {len(over)} prompt(s) longer than the {limit} tokens the model has room "
-            f"for: {examples}; shorten them, or cut them with truncate_long_prompts: true"
+            f"for: {examples}; {hint}"
         )
     return [max(0, n - limit) for n in prompt_lengths]
 
@@ -231,14 +236,16 @@ def prompt_messages(question: str, system_prompt: str | None) -> list[dict]:
     return messages + [{"role": "user", "content": question}]
 
 
-def fit_prompt_list(prompts: list, tokenizer, limit: int | None, source: str, truncate: bool = False) -> list:
+def fit_prompt_list(
+    prompts: list, tokenizer, limit: int | None, source: str, truncate: bool = False, hint: str = FIT_HINT
+) -> list:
     """`fit_prompts` on chat prompts (lists of messages): refused, or each long prompt's last message cut from its
     start (the end, where the question usually is, stays) by the tokens it must lose."""
     lengths = [
         len(tokenizer.apply_chat_template(m, add_generation_prompt=True, tokenize=True, return_dict=False))
         for m in prompts
     ]
-    cuts = fit_prompts(lengths, limit, source, truncate)
+    cuts = fit_prompts(lengths, limit, source, truncate, hint)
     if not any(cuts):
         return prompts
     print(f"truncated {sum(1 for c in cuts if c)} prompt(s) of {source} to {limit} tokens")

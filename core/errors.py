@@ -31,7 +31,7 @@ def one_line_errors() -> None:
 
     def hook(kind, error, traceback):
         if issubclass(kind, ONE_LINE):
-            _close_progress_bars()
+            close_progress_bars()
             print(f"error: {error}", file=sys.stderr)
         else:
             default(kind, error, traceback)
@@ -39,7 +39,7 @@ def one_line_errors() -> None:
     sys.excepthook = hook
 
 
-def _close_progress_bars() -> None:
+def close_progress_bars() -> None:
     """A progress bar still open (a trainer's, when a reward fails mid-step) is finished first, so the error starts
     its own line."""
     tqdm = sys.modules.get("tqdm")

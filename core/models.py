@@ -61,10 +61,32 @@ def max_positions(model_args: ModelConfig) -> int | None:
     return getattr(config, "max_position_embeddings", None)
 
 
-def prompt_room(model_args: ModelConfig, completion_tokens: int) -> int | None:
-    """Tokens a prompt may take so that the completion still fits the model's positions (None: it does not say)."""
-    positions = max_positions(model_args)
-    return positions - completion_tokens if positions else None
+def prompt_room(
+    model_args: ModelConfig, completion_tokens: int, setting: str, source: str, hint: str = ""
+) -> int | None:
+    """Tokens a prompt may take so that a completion of `completion_tokens` (the value of `setting`, from `source`)
+    still fits the model's positions (None: the model does not say); a budget that takes every position is refused,
+    with `hint` (how to change it) or else the flag."""
+    return completion_room(max_positions(model_args), completion_tokens, setting, source, hint)
+
+
+def completion_room(
+    positions: int | None, completion_tokens: int, setting: str, source: str, hint: str = ""
+) -> int | None:
+    """`prompt_room` for a model of `positions` positions.
+
+    >>> completion_room(512, 128, "max_new_tokens", "the default")
+    384
+    """
+    if not positions:
+        return None
+    if completion_tokens >= positions:
+        raise UserError(
+            f"{setting} {completion_tokens} (from {source}) is at or beyond the model's {positions} positions: the "
+            f"completion budget leaves no room for a prompt; give fewer than {positions} tokens "
+            f"({hint or f'e.g. --{setting} {positions // 2}'})"
+        )
+    return positions - completion_tokens
 
 
 def check_adapter(adapter: str) -> None:

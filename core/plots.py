@@ -15,7 +15,7 @@ import argparse
 from pathlib import Path
 
 from core.errors import UserError, one_line_errors
-from core.metrics import read_metrics
+from core.metrics import is_number, read_metrics
 
 EACH_REWARD = ["rewards/<name>/mean"]  # a panel of every reward a run logged, beside the weighted total
 # (title, candidate keys in the order the trainers name them)
@@ -59,7 +59,9 @@ def plot_runs(runs: list[Path], out: Path) -> Path | None:
                 )
             else:
                 found = [next((k for k in keys if any(k in row for row in rows)), None)]
-            curves += [(run, key, [(row["step"], row[key]) for row in rows if key in row]) for key in found if key]
+            for key in filter(None, found):
+                curves.append((run, key, [(row["step"], row[key]) for row in rows if is_number(row.get(key))]))
+            curves = [curve for curve in curves if curve[2]]  # a key logged only as None, NaN or text: no line
         if curves:
             panels.append((title, curves))
     if not panels:

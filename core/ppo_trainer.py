@@ -61,7 +61,8 @@ class _RewardBackbone(nn.Module):
         rows = [self.split(ids[mask].tolist()) for ids, mask in zip(input_ids, attention_mask.bool(), strict=True)]
         completions = [self.tokenizer.decode(response, skip_special_tokens=True) for _, response in rows]
         columns = {key: [r[0][key] for r in rows] for key in rows[0][0]}
-        total = torch.tensor(weighted_sum(self.reward_funcs, self.weights, completions, **columns))
+        # each reward is a TimedReward under the run's own reward_timeout: no second limit around them
+        total = torch.tensor(weighted_sum(self.reward_funcs, self.weights, completions, timeout=None, **columns))
         hidden = total.to(self.anchor.device, self.anchor.dtype)[:, None, None].expand(-1, input_ids.shape[1], 1)
         return BaseModelOutput(last_hidden_state=hidden, hidden_states=(hidden,))
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import yaml
 
 from core.distributed import describe, engine_record
-from core.metrics import REWARD_KEYS, first_last, read_metrics
+from core.metrics import REWARD_KEYS, first_last, is_number, numbers_of, read_metrics
 from core.plots import plot_runs
 
 # When the recipe's imports were done: wall_seconds in the summary counts from here.
@@ -65,18 +65,18 @@ def no_signal(rows: list[dict], method: str) -> list[str]:
     """Why a run learned nothing, from its metrics.jsonl: rewards without spread inside GRPO's groups for most of
     the run, a reward that never changed, or gradients that were zero at every step. Empty when it had a signal."""
     reasons = []
-    zero_std = [r["frac_reward_zero_std"] for r in rows if "frac_reward_zero_std" in r]
+    zero_std = numbers_of(rows, "frac_reward_zero_std")
     if zero_std and sum(zero_std) / len(zero_std) >= 0.9:
         reasons.append(
             f"in {sum(zero_std) / len(zero_std):.0%} of GRPO's groups every completion scored the same "
             "(frac_reward_zero_std), so their advantages were zero"
         )
     key = REWARD_KEYS[method]
-    values = [r[key] for r in rows if key in r]
-    spread = [r["reward_std"] for r in rows if "reward_std" in r]
+    values = numbers_of(rows, key)
+    spread = numbers_of(rows, "reward_std")
     if method in ("grpo", "ppo") and len(values) > 1 and len(set(values)) == 1 and not any(spread):
         reasons.append(f"every logged {key} was {values[0]:g}: the reward was a constant")
-    grads = [r["grad_norm"] for r in rows if "grad_norm" in r]
+    grads = numbers_of(rows, "grad_norm")
     if grads and not any(grads):
         reasons.append(f"grad_norm was 0 at all {len(grads)} logged steps: the adapter did not change")
     return reasons
@@ -108,7 +108,7 @@ def finish_run(
     cost = json.loads(cost_path.read_text()) if cost_path.is_file() else {}
     key = REWARD_KEYS[method]
     rows = read_metrics(out)
-    curve = [(row["step"], row[key]) for row in rows if key in row]
+    curve = [(row["step"], row[key]) for row in rows if is_number(row.get(key))]
     first, last = first_last(curve)
     per_reward = reward_curves(rows)
     reasons = no_signal(rows, method)
@@ -134,11 +134,15 @@ def finish_run(
     signal = (
         f"{key} {first:.3f} -> {last:.3f} (mean of the first and last fifth of {len(curve)} logged steps)"
         if first is not None
-        else f"{key}: not logged"
+        else f"{key}: not logged as a number"
     )
     if len(per_reward) > 1 or (per_reward and key != "reward"):
-        signal += "".join(f"\n    {name} {f:.3f} -> {la:.3f}" for name, (f, la) in per_reward.items())
-    memory = f"{summary['peak_memory_mb']:,.0f} MB ({summary['memory_measure']})" if cost else "not measured"
+        signal += "".join(
+            f"\n    {name} {f:.3f} -> {la:.3f}" if f is not None else f"\n    {name}: not logged as a number"
+            for name, (f, la) in per_reward.items()
+        )
+    peak = summary["peak_memory_mb"]
+    memory = f"{peak:,.0f} MB ({summary['memory_measure']})" if isinstance(peak, int | float) else "not measured"
     warning = (
         "  warning: no training signal: " + "; ".join(reasons) + ".\n    " + NO_SIGNAL_CAUSES + ".\n"
         if reasons

@@ -1,6 +1,7 @@
 """What every recipe's trainer gets on top of TRL's (`recipe_trainer(TrainerClass)`): checkpoints that are never
-half-written, starting weights that follow the run's seed, and no training under an engine other than the one the
-launch asked for (core.distributed).
+half-written, starting weights that follow the run's seed, no training under an engine other than the one the
+launch asked for (core.distributed), and a run stopped in the middle of a step (a reward past `reward_timeout`, a
+step stuck after SIGTERM) that ends as a signal does: the last finished step saved and listed, one line.
 
 A recipe trainer saves each checkpoint under a temporary name (.saving-checkpoint-N) and renames it to
 checkpoint-N only when complete, so a run killed in the middle of a save leaves no checkpoint-N that `latest` could
@@ -15,8 +16,12 @@ from pathlib import Path
 
 from transformers import set_seed
 
+from core.callbacks import StopOnSignal
 from core.distributed import check_engine
+from core.errors import close_progress_bars
 from core.run_dir import RUN
+from rewards import RewardTimeout
+from rewards.time_limit import Expired, stop_interrupting
 
 
 class AtomicCheckpoints:
@@ -45,6 +50,44 @@ class AtomicCheckpoints:
         self.accelerator.wait_for_everyone()
 
 
+class StopsCleanly:
+    def train(self, *args, **kwargs):
+        try:
+            return super().train(*args, **kwargs)
+        except RewardTimeout as error:
+            message = f"error: {error}; {self._save_last_finished_step()}"
+        except Expired:  # StopOnSignal interrupted a step that did not end after SIGTERM / Ctrl-C
+            stop_interrupting()
+            stopper = next(c for c in self.callback_handler.callbacks if isinstance(c, StopOnSignal))
+            signal_name, stuck_at = stopper.requested, stopper.stuck_at
+            message = (
+                f"{signal_name}: stopped in the middle of step {self.state.global_step + 1} (it was in {stuck_at}); "
+                + self._save_last_finished_step()
+            )
+        close_progress_bars()  # the trainer's bar is finished first, so the reason is the last line
+        raise SystemExit(message)
+
+    def _save_last_finished_step(self) -> str:
+        """Saves the last finished step as its checkpoint (unless it is saved already), listed in checkpoints.jsonl;
+        says where, and how to resume."""
+        folder, step = Path(self.args.output_dir), self.state.global_step
+        resume = f"resume with --resume_from_checkpoint latest --output_dir {folder}"
+        if (folder / f"checkpoint-{step}").is_dir():
+            return f"its last finished step is saved in {folder / f'checkpoint-{step}'}; stopping ({resume})"
+        if step == 0:
+            return "no step had finished, so there is nothing to save; stopping"
+        if self.accelerator.num_processes > 1:  # the other processes may be waiting in this step's collectives
+            saved = sorted(folder.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[1]))
+            last = f"the last checkpoint is {saved[-1]}" if saved else "no checkpoint was saved"
+            return f"not saving under {self.accelerator.num_processes} processes; {last}; stopping ({resume})"
+        for callback in self.callback_handler.callbacks:
+            if isinstance(callback, StopOnSignal):
+                callback.requested = None  # the checkpoint below is recorded, not a reason to exit
+        self._save_checkpoint(self.model_wrapped, trial=None)
+        self.control = self.callback_handler.on_save(self.args, self.state, self.control)
+        return f"saved checkpoint-{step} (the last finished step) in {folder}; stopping ({resume})"
+
+
 class RecipeStart:
     """Seeds before TRL builds the model, checks the engine once the trainer's accelerator exists."""
 
@@ -58,6 +101,8 @@ class RecipeStart:
 
 @cache
 def recipe_trainer(trainer_class: type) -> type:
-    """`trainer_class` seeded before it builds the adapter, with atomic checkpoints, refusing an engine the launch did
-    not ask for (made once per trainer class)."""
-    return type(trainer_class.__name__, (RecipeStart, AtomicCheckpoints, trainer_class), {"__module__": __name__})
+    """`trainer_class` seeded before it builds the adapter, with atomic checkpoints, stopped cleanly in the middle of a
+    step, refusing an engine the launch did not ask for (made once per trainer class)."""
+    return type(
+        trainer_class.__name__, (RecipeStart, StopsCleanly, AtomicCheckpoints, trainer_class), {"__module__": __name__}
+    )

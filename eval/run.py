@@ -24,7 +24,7 @@ from trl import ModelConfig
 from core.data import fit_prompt_list
 from core.errors import UserError, one_line_errors
 from core.generation import generate
-from core.models import check_adapter, check_model, load_model, load_tokenizer, max_positions
+from core.models import check_adapter, check_model, completion_room, load_model, load_tokenizer, max_positions
 from core.run_dir import library_versions
 from eval.custom_task import load_reward_task, score_samples
 from eval.tasks import TASKS, load_task_data, score
@@ -172,6 +172,13 @@ def main(argv=None):
     args = parser.parse_args(argv)
 
     temperature = args.temperature if args.temperature is not None else (0.8 if args.k > 1 else 0.0)
+    if temperature < 0 or (args.k > 1 and temperature == 0):
+        raise UserError(
+            f"--temperature {temperature:g} with --k {args.k}: "
+            + ("a temperature must be >= 0 (0: greedy)" if temperature < 0 else "k > 1 samples need a temperature > 0")
+        )
+    if args.k < 1 or args.batch_size < 1 or (args.max_new_tokens is not None and args.max_new_tokens < 1):
+        raise UserError("--k, --batch_size and --max_new_tokens must be >= 1")
     if args.use_vllm:
         import importlib.util
 
@@ -212,12 +219,17 @@ def main(argv=None):
     positions = max_positions(model_args)
     if args.rewards and not args.max_new_tokens and positions:
         max_new_tokens = min(max_new_tokens, positions // 2)
+    budget = "the command line" if args.max_new_tokens else f"the {task_name} task's default"
+    fewer = f'make eval ARGS="--max_new_tokens {positions // 2 if positions else 256}"'
+    room = completion_room(positions, max_new_tokens, "max_new_tokens", budget, f"with {fewer}")
     prompts = fit_prompt_list(
         [task.messages(row) for row in rows],
         load_tokenizer(ModelConfig(model_name_or_path=args.adapter or args.model)),
-        positions - max_new_tokens if positions else None,
+        room,
         args.data or task_name,
         args.truncate_long_prompts,
+        f"shorten them, cut them with --truncate_long_prompts, or leave the prompts more room with a smaller "
+        f"completion budget than max_new_tokens {max_new_tokens} ({fewer.replace(str(positions // 2), 'N')})",
     )
     start = time.time()
     torch.manual_seed(args.seed)

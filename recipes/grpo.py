@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from trl import GRPOConfig, GRPOTrainer, ModelConfig, TrlParser, get_peft_config
 
 from core.callbacks import TimedReward, run_callbacks
-from core.config import parse_config, source_of
+from core.config import parse_config, reward_timeout_field, source_of, stop_grace_field
 from core.data import (
     fit_prompt_column,
     load_data,
@@ -63,6 +63,8 @@ class ScriptArguments:
             "hidden states in chunks (the 7B memory path)"
         },
     )
+    reward_timeout: float = reward_timeout_field()
+    stop_grace_seconds: float = stop_grace_field()
     profile: str = "tiny"
     measure_tensor_memory: bool = field(
         default=False,
@@ -120,11 +122,16 @@ def main(script_args: ScriptArguments, training_args: GRPOConfig, model_args: Mo
         }
     )
     tokenizer = load_tokenizer(model_args)
-    room = prompt_room(model_args, training_args.max_completion_length)
+    room = prompt_room(
+        model_args, training_args.max_completion_length, "max_completion_length", source_of("max_completion_length")
+    )
     dataset = fit_prompt_column(dataset, tokenizer, room, script_args.dataset_name, script_args.truncate_long_prompts)
 
     # ----- rewards -----
-    reward_funcs = [TimedReward(f) for f in get_reward_funcs(script_args.reward_funcs, script_args.reward_kwargs)]
+    reward_funcs = [
+        TimedReward(f, script_args.reward_timeout)
+        for f in get_reward_funcs(script_args.reward_funcs, script_args.reward_kwargs)
+    ]
 
     # ----- model -----
     resume = resolve_run_dir(training_args, "grpo", script_args.profile, script_args.reuse_output_dir)
@@ -138,7 +145,9 @@ def main(script_args: ScriptArguments, training_args: GRPOConfig, model_args: Mo
         train_dataset=dataset,
         processing_class=tokenizer,
         peft_config=get_peft_config(model_args),
-        callbacks=run_callbacks(training_args.output_dir, script_args.measure_tensor_memory),
+        callbacks=run_callbacks(
+            training_args.output_dir, script_args.measure_tensor_memory, script_args.stop_grace_seconds
+        ),
     )
     if trainer.is_world_process_zero():
         write_run_files(training_args.output_dir, script_args, training_args, model_args)

@@ -14,7 +14,7 @@ from trl import ModelConfig, TrlParser, get_peft_config
 from trl.experimental.orpo import ORPOConfig, ORPOTrainer
 
 from core.callbacks import run_callbacks
-from core.config import parse_config, source_of
+from core.config import parse_config, source_of, stop_grace_field
 from core.data import load_data
 from core.logprob_trainers import check_logprobs, with_logprobs
 from core.models import check_model, load_tokenizer, model_kwargs
@@ -43,6 +43,7 @@ class ScriptArguments:
             "hidden states in chunks (the 7B memory path)"
         },
     )
+    stop_grace_seconds: float = stop_grace_field()
     profile: str = "tiny"
     measure_tensor_memory: bool = field(
         default=False,
@@ -82,7 +83,9 @@ def main(script_args: ScriptArguments, training_args: ORPOConfig, model_args: Mo
         train_dataset=dataset,
         processing_class=tokenizer,
         peft_config=get_peft_config(model_args),
-        callbacks=run_callbacks(training_args.output_dir, script_args.measure_tensor_memory),
+        callbacks=run_callbacks(
+            training_args.output_dir, script_args.measure_tensor_memory, script_args.stop_grace_seconds
+        ),
     )
     if trainer.is_world_process_zero():
         write_run_files(training_args.output_dir, script_args, training_args, model_args)

@@ -17,7 +17,7 @@ from pathlib import Path
 import torch
 from trl import ModelConfig, TrlParser
 
-from core.config import parse_config, source_of
+from core.config import parse_config, reward_timeout_field, source_of
 from core.data import (
     fit_prompt_column,
     load_data,
@@ -56,6 +56,7 @@ class PairsArguments:
     max_new_tokens: int = 128
     batch_size: int = 64
     min_margin: float = 0.5
+    reward_timeout: float = reward_timeout_field()
     seed: int = 0
     drop_incomplete_rows: bool = field(
         default=False, metadata={"help": "drop rows whose prompt or gold columns are missing or empty (else refused)"}
@@ -106,7 +107,7 @@ def main(args: PairsArguments, model_args: ModelConfig):
             "messages": prompt_messages(prompt_text(row, args.prompt_column, args.prompt_template), args.system_prompt)
         }
     )
-    room = prompt_room(model_args, args.max_new_tokens)
+    room = prompt_room(model_args, args.max_new_tokens, "max_new_tokens", source_of("max_new_tokens"))
     dataset = fit_prompt_column(dataset, tokenizer, room, args.dataset_name, args.truncate_long_prompts, "messages")
 
     # ----- model -----
@@ -128,7 +129,9 @@ def main(args: PairsArguments, model_args: ModelConfig):
     for prompt, completions, gold in zip(prompts, samples, dataset, strict=True):
         columns = {c: [gold[c]] * len(completions) for c in gold_columns}
         pair = best_and_worst(
-            completions, weighted_sum(reward_funcs, weights, completions, **columns), args.min_margin
+            completions,
+            weighted_sum(reward_funcs, weights, completions, args.reward_timeout, **columns),
+            args.min_margin,
         )
         if pair:
             chosen, rejected, score_chosen, score_rejected = pair

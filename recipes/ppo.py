@@ -18,7 +18,7 @@ from trl import ModelConfig, TrlParser, get_peft_config
 from trl.experimental.ppo import PPOConfig
 
 from core.callbacks import TimedReward, run_callbacks
-from core.config import parse_config, source_of
+from core.config import parse_config, reward_timeout_field, source_of, stop_grace_field
 from core.data import (
     fit_prompt_column,
     load_data,
@@ -75,6 +75,8 @@ class ScriptArguments:
             "per-token log-probs from hidden states in chunks (the 7B memory path)"
         },
     )
+    reward_timeout: float = reward_timeout_field()
+    stop_grace_seconds: float = stop_grace_field()
     profile: str = "tiny"
     measure_tensor_memory: bool = field(
         default=False,
@@ -89,7 +91,8 @@ def main(script_args: ScriptArguments, training_args: PPOConfig, model_args: Mod
     if not script_args.use_reward_model:
         try:
             reward_funcs = [
-                TimedReward(f) for f in get_reward_funcs(script_args.reward_funcs, script_args.reward_kwargs)
+                TimedReward(f, script_args.reward_timeout)
+                for f in get_reward_funcs(script_args.reward_funcs, script_args.reward_kwargs)
             ]
         except (ValueError, SandboxUnavailable) as error:
             raise SystemExit(str(error)) from error
@@ -139,7 +142,7 @@ def main(script_args: ScriptArguments, training_args: PPOConfig, model_args: Mod
             )
         }
     )
-    room = prompt_room(model_args, training_args.response_length)
+    room = prompt_room(model_args, training_args.response_length, "response_length", source_of("response_length"))
     dataset = fit_prompt_column(
         dataset, tokenizer, room, script_args.dataset_name, script_args.truncate_long_prompts, column="messages"
     )
@@ -188,7 +191,9 @@ def main(script_args: ScriptArguments, training_args: PPOConfig, model_args: Mod
         reward_model=reward_model,
         value_model=value_model,
         train_dataset=train_dataset,
-        callbacks=run_callbacks(training_args.output_dir, script_args.measure_tensor_memory),
+        callbacks=run_callbacks(
+            training_args.output_dir, script_args.measure_tensor_memory, script_args.stop_grace_seconds
+        ),
         resume_from=resume,
     )
     if trainer.is_world_process_zero():

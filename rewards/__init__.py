@@ -7,14 +7,18 @@ import path (`mypkg.rewards.my_reward`) in YAML, with optional weights and keywo
 import importlib
 import inspect
 import numbers
+import time
 import traceback
+from math import isfinite  # not `import math`: the submodule rewards.math takes that name here
 from pathlib import Path
 
+from rewards import time_limit
 from rewards.code import code_format, code_tests
 from rewards.format import cosine_length, format_reward, length_reward, reasoning_steps, repetition_penalty
 from rewards.math import math_accuracy
 from rewards.sandbox import SandboxUnavailable as SandboxUnavailable  # re-exported for the recipes
 from rewards.sandbox import isolation_mode
+from rewards.time_limit import REWARD_TIMEOUT_SECONDS, Expired, limited
 
 REWARDS = {
     "math_accuracy": math_accuracy,
@@ -53,7 +57,11 @@ PASSED_BY_TRAINER = {
 
 
 class RewardError(ValueError):
-    """A reward function raised, or returned something other than one number (or None) per completion."""
+    """A reward function raised, or returned something other than one finite number (or None) per completion."""
+
+
+class RewardTimeout(RewardError):
+    """A reward call ran past its time limit (`reward_timeout`)."""
 
 
 def declared_columns(func) -> list[str]:
@@ -113,8 +121,9 @@ def get_reward_func(name: str, kwargs: dict | None = None):
     return func
 
 
-def weighted_sum(reward_funcs, weights, completions, **columns) -> list[float]:
-    """Per completion, the weighted sum of the rewards, a `None` ("not applicable") counting 0.
+def weighted_sum(reward_funcs, weights, completions, timeout=REWARD_TIMEOUT_SECONDS, **columns) -> list[float]:
+    """Per completion, the weighted sum of the rewards, a `None` ("not applicable") counting 0; each reward called
+    by `call_reward`, under `timeout` seconds.
 
     >>> funcs = [REWARDS["math_accuracy"], REWARDS["format"]]
     >>> weighted_sum(funcs, [1.0, 0.5], ["#### 4", "#### 5"], answer=["4", "4"])
@@ -122,7 +131,7 @@ def weighted_sum(reward_funcs, weights, completions, **columns) -> list[float]:
     """
     totals = [0.0] * len(completions)
     for func, weight in zip(reward_funcs, weights, strict=True):
-        for i, score in enumerate(call_reward(func, completions, **columns)):
+        for i, score in enumerate(call_reward(func, completions, timeout=timeout, **columns)):
             totals[i] += weight * (0.0 if score is None else score)
     return totals
 
@@ -140,17 +149,19 @@ def _one_row(columns: dict, i: int, n: int) -> dict:
 
 def _where(error: Exception) -> str:
     """The innermost frame of the reward's own code: file, line, function and source line."""
-    frames = [f for f in traceback.extract_tb(error.__traceback__) if f.filename != __file__]
+    ours = (__file__, time_limit.__file__)
+    frames = [f for f in traceback.extract_tb(error.__traceback__) if f.filename not in ours]
     if not frames:
         return ""
     frame = frames[-1]
     return f" (at {Path(frame.filename).name}:{frame.lineno} in {frame.name}: {(frame.line or '').strip()})"
 
 
-def call_reward(func, completions, row_labels=None, **columns) -> list[float | None]:
-    """Calls a reward as the project always does: one number (or None) per completion comes back, or a RewardError
-    that names the reward, the row (`row_labels[i]`, else the completion's index in the batch) and what it returned
-    or raised, with the line of the reward's own code that raised.
+def call_reward(func, completions, row_labels=None, timeout=REWARD_TIMEOUT_SECONDS, **columns) -> list[float | None]:
+    """Calls a reward as the project always does: one finite number (or None) per completion comes back within
+    `timeout` seconds (`rewards.time_limit`; None: no limit), or a RewardError that names the reward, the row
+    (`row_labels[i]`, else the completion's index in the batch) and what it returned or raised, with the line of the
+    reward's own code that raised (or where it was when its time ran out).
 
     >>> call_reward(REWARDS["format"], ["<think>a</think><answer>1</answer>"])
     [1.0]
@@ -158,22 +169,25 @@ def call_reward(func, completions, row_labels=None, **columns) -> list[float | N
     Traceback (most recent call last):
     ...
     rewards.RewardError: reward '<lambda>' returned str '1.0', not a list of 1 number(s) or None
+    >>> call_reward(lambda completions, **kw: [1.0, float("nan")], ["x", "y"])
+    Traceback (most recent call last):
+    ...
+    rewards.RewardError: reward '<lambda>' returned nan on row 1: a reward must be a finite number (or None)
     """
     name, n = reward_name(func), len(completions)
     labels = row_labels or list(range(n))
+    start = time.monotonic()
     try:
-        scores = func(completions, **columns)
-    except Exception as error:
-        row = "?"
-        for i in range(n):  # which row: the first that fails alone
-            try:
-                func([completions[i]], **_one_row(columns, i, n))
-            except Exception:  # noqa: BLE001 - any exception of the user's code marks its row
-                row = labels[i]
-                break
-        raise RewardError(
-            f"reward {name!r} raised {type(error).__name__}: {error} on row {row}{_where(error)}"
-        ) from error
+        with limited(name, n, timeout):
+            scores = _scores_or_error(func, completions, labels, columns)
+    except Expired as expired:
+        if time_limit.INTERRUPTED["on"]:  # not the limit: the run is being stopped (a stuck step after SIGTERM)
+            raise
+        raise RewardTimeout(
+            f"reward {name!r} ran {time.monotonic() - start:.1f} s on {n} completion(s) without returning, past "
+            f"reward_timeout {timeout:g} s{_where(expired).replace(' (at ', ' (stopped at ', 1)}; raise "
+            "reward_timeout if it needs longer"
+        ) from None
     if isinstance(scores, str | bytes | dict) or not hasattr(scores, "__len__"):
         raise RewardError(
             f"reward {name!r} returned {type(scores).__name__} {str(scores)[:60]!r}, not a list of "
@@ -187,8 +201,30 @@ def call_reward(func, completions, row_labels=None, **columns) -> list[float | N
             raise RewardError(
                 f"reward {name!r} returned {score!r} ({type(score).__name__}) on row {label}, not a number or None"
             )
+        if score is not None and not isfinite(score):
+            raise RewardError(
+                f"reward {name!r} returned {float(score)} on row {label}: a reward must be a finite number (or None)"
+            )
         checked.append(None if score is None else float(score))
     return checked
+
+
+def _scores_or_error(func, completions, labels, columns):
+    """The reward's raw output, or a RewardError naming the first row that fails alone."""
+    n = len(completions)
+    try:
+        return func(completions, **columns)
+    except Exception as error:
+        row = "?"
+        for i in range(n):  # which row: the first that fails alone
+            try:
+                func([completions[i]], **_one_row(columns, i, n))
+            except Exception:  # noqa: BLE001 - any exception of the user's code marks its row
+                row = labels[i]
+                break
+        raise RewardError(
+            f"reward {reward_name(func)!r} raised {type(error).__name__}: {error} on row {row}{_where(error)}"
+        ) from error
 
 
 def get_reward_funcs(names, kwargs: dict[str, dict] | None = None) -> list:
