@@ -54,8 +54,9 @@ EVAL_FLAGS = --model $(EVAL_MODEL) $(if $(REWARDS),--rewards $(REWARDS),--task $
 	$(if $(PROMPT_COLUMN),--prompt_column $(PROMPT_COLUMN)) \
 	$(if $(PROMPT_TEMPLATE),--prompt_template "$(PROMPT_TEMPLATE)") \
 	$(if $(SYSTEM_PROMPT),--system_prompt "$(SYSTEM_PROMPT)") $(if $(PASS_THRESHOLD),--pass_threshold $(PASS_THRESHOLD))
-# LAUNCH=<name of recipes/accelerate/*.yaml> [NPROC=n] [LAUNCH_ARGS=...] runs the recipe under `accelerate launch`.
-LAUNCHER = $(if $(LAUNCH),$(VENV)/bin/accelerate launch --config_file recipes/accelerate/$(LAUNCH).yaml \
+# LAUNCH=<name of recipes/accelerate/*.yaml> [NPROC=n] [LAUNCH_ARGS=...] runs the recipe under `accelerate launch`
+# (recipes/launch.py: the same, with a refusal as the last line, not the launcher's traceback).
+LAUNCHER = $(if $(LAUNCH),$(PY) -m recipes.launch --config_file recipes/accelerate/$(LAUNCH).yaml \
 	$(if $(NPROC),--num_processes $(NPROC)) $(LAUNCH_ARGS) -m,$(PY) -m)
 RECIPE = $(LAUNCHER) recipes.$@ --config $(or $(CONFIG),recipes/configs/$(PROFILE)/$@.yaml) $(ARGS)
 

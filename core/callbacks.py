@@ -18,6 +18,7 @@ from transformers import PreTrainedModel, TrainerCallback
 
 from core.memory_meter import LiveTensorMeter, model_tensors, rss_mb
 from core.run_dir import RUN, record_checkpoint
+from core.storage import write_text_whole, writing
 from rewards import call_reward
 from rewards.time_limit import REWARD_TIMEOUT_SECONDS, install_alarm_handler, interrupt_main_thread, running
 
@@ -66,7 +67,7 @@ class MetricsLogger(TrainerCallback):
         REWARD_SCORES.clear()
         if state.is_world_process_zero and logs:
             row = {"step": state.global_step, **{k: v for k, v in scored.items() if k not in logs}, **logs}
-            with open(self.path, "a") as fh:
+            with writing("metrics.jsonl", self.path.parent), open(self.path, "a") as fh:
                 fh.write(json.dumps(row) + "\n")
 
 
@@ -201,7 +202,7 @@ class CostMeter(TrainerCallback):
 
     def on_save(self, args, state, control, **kwargs):
         if state.is_world_process_zero:
-            with open(self.output_dir / "checkpoints.jsonl", "a") as fh:
+            with writing("checkpoints.jsonl", self.output_dir), open(self.output_dir / "checkpoints.jsonl", "a") as fh:
                 fh.write(json.dumps({"step": state.global_step, "train_seconds": time.time() - self.start}) + "\n")
             record_checkpoint(self.output_dir, f"checkpoint-{state.global_step}")
 
@@ -240,7 +241,7 @@ class CostMeter(TrainerCallback):
                 "rss_at_train_begin_mb": self.rss_at_train_begin,
             }
         if state.is_world_process_zero:
-            (self.output_dir / "cost.json").write_text(json.dumps(record, indent=2) + "\n")
+            write_text_whole(self.output_dir / "cost.json", json.dumps(record, indent=2) + "\n")
 
 
 def run_callbacks(

@@ -87,6 +87,7 @@ def check_data_file(path: Path) -> None:
     import fsspec
 
     if local_format(path) == "parquet":
+        check_parquet_file(path)
         return
     with fsspec.open(str(path), "rb", compression="infer") as fh:
         raw_lines = fh.read().split(b"\n")
@@ -119,6 +120,20 @@ def check_data_file(path: Path) -> None:
             raise DataError(f"{path}, line {number}: not JSON ({error.msg} at column {error.colno})") from error
         if not isinstance(row, dict):
             raise DataError(f"{path}, line {number}: a JSON {type(row).__name__}, not an object of columns")
+
+
+def check_parquet_file(path: Path) -> None:
+    """A Parquet file as `datasets` will read it: a readable Parquet file with at least one row."""
+    import fsspec
+    import pyarrow.parquet as pq
+
+    try:
+        with fsspec.open(str(path), "rb", compression="infer") as fh:
+            rows = pq.ParquetFile(fh).metadata.num_rows
+    except Exception as error:  # noqa: BLE001 - pyarrow's errors for a broken file differ by cause
+        raise DataError(f"{path}: not a readable Parquet file ({str(error).splitlines()[0][:120]})") from error
+    if rows == 0:
+        raise DataError(f"{path}: empty (no rows)")
 
 
 def is_missing(value) -> bool:

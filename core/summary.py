@@ -10,6 +10,7 @@ import yaml
 from core.distributed import describe, engine_record
 from core.metrics import REWARD_KEYS, first_last, is_number, numbers_of, read_metrics
 from core.plots import plot_runs
+from core.storage import write_text_whole, writing
 
 # When the recipe's imports were done: wall_seconds in the summary counts from here.
 PROCESS_START = time.time()
@@ -112,7 +113,8 @@ def finish_run(
     first, last = first_last(curve)
     per_reward = reward_curves(rows)
     reasons = no_signal(rows, method)
-    plot = plot_runs([out], out / "metrics.png")
+    with writing("metrics.png", out):
+        plot = plot_runs([out], out / "metrics.png")
     summary = {
         "method": method,
         "steps": trainer.state.global_step,
@@ -130,7 +132,7 @@ def finish_run(
         "plot": str(plot) if plot else None,
         "next": [eval_command(model_name, out, profile, method, script_args, reward_weights), f"make plot RUN={out}"],
     }
-    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    write_text_whole(out / "summary.json", json.dumps(summary, indent=2) + "\n")
     signal = (
         f"{key} {first:.3f} -> {last:.3f} (mean of the first and last fifth of {len(curve)} logged steps)"
         if first is not None

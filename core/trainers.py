@@ -20,6 +20,7 @@ from core.callbacks import StopOnSignal
 from core.distributed import check_engine
 from core.errors import close_progress_bars
 from core.run_dir import RUN
+from core.storage import WriteFailed, describe_failure, is_write_failure, writing
 from rewards import RewardTimeout
 from rewards.time_limit import Expired, stop_interrupting
 
@@ -36,6 +37,15 @@ class AtomicCheckpoints:
         self.args.output_dir = str(staging)  # everything the trainer writes for this checkpoint lands here
         try:
             super()._save_checkpoint(model, trial)
+        except BaseException as error:
+            if not is_write_failure(error):
+                raise
+            shutil.rmtree(staging, ignore_errors=True)
+            raise WriteFailed(
+                describe_failure(error, name, folder)
+                + "; the partial checkpoint was removed; "
+                + self._earlier_checkpoints(folder)
+            ) from error
         finally:
             self.args.output_dir = str(folder)
         self.accelerator.wait_for_everyone()  # every rank's files (its RNG state) are in before the rename
@@ -86,6 +96,23 @@ class StopsCleanly:
         self._save_checkpoint(self.model_wrapped, trial=None)
         self.control = self.callback_handler.on_save(self.args, self.state, self.control)
         return f"saved checkpoint-{step} (the last finished step) in {folder}; stopping ({resume})"
+
+    def _earlier_checkpoints(self, folder: Path) -> str:
+        saved = sorted(
+            (p for p in folder.glob("checkpoint-*") if p.name.split("-")[1].isdigit()),
+            key=lambda p: int(p.name.split("-")[1]),
+        )
+        kept = (
+            f"the earlier checkpoints are complete: {', '.join(p.name for p in saved)}" if saved else "no checkpoint"
+        )
+        return f"{kept} (free space, then resume with --resume_from_checkpoint latest --output_dir {folder})"
+
+    def save_model(self, output_dir: str | None = None, _internal_call: bool = False):
+        if _internal_call:  # inside a checkpoint: _save_checkpoint reports it
+            return super().save_model(output_dir, _internal_call)
+        folder = Path(output_dir or self.args.output_dir)
+        with writing("the final adapter", folder, self._earlier_checkpoints(folder)):
+            return super().save_model(output_dir, _internal_call)
 
 
 class RecipeStart:

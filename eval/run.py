@@ -26,6 +26,7 @@ from core.errors import UserError, one_line_errors
 from core.generation import generate
 from core.models import check_adapter, check_model, completion_room, load_model, load_tokenizer, max_positions
 from core.run_dir import library_versions
+from core.storage import write_text_whole
 from eval.custom_task import load_reward_task, score_samples
 from eval.tasks import TASKS, load_task_data, score
 from rewards.sandbox import SandboxUnavailable, isolation_mode, isolation_record
@@ -294,8 +295,9 @@ def main(argv=None):
             "scored_as": "wrong (0), counted in n",
             "examples": [{"index": i, "gold": str(rows[i][task.gold])[:200]} for i in unparseable[:10]],
         }
-    (out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
-    (out / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    # samples first: results.json, what the next command reads, is written whole and last
+    write_text_whole(out / "samples.jsonl", "".join(json.dumps(r) + "\n" for r in records))
+    write_text_whole(out / "results.json", json.dumps(results, indent=2) + "\n")
     headline = (
         f"accuracy {metrics['accuracy']:.1%} [{metrics['accuracy_ci95'][0]:.1%}, {metrics['accuracy_ci95'][1]:.1%}]"
         if args.k == 1

@@ -27,8 +27,10 @@ from core.data import (
     warn_unparseable_golds,
     with_code_test_columns,
 )
+from core.errors import UserError
 from core.generation import generate
 from core.models import check_model, load_model, load_tokenizer, prompt_room
+from core.storage import write_text_whole, write_whole
 from rewards import SandboxUnavailable, get_reward_funcs, required_columns, weighted_sum
 
 
@@ -148,24 +150,25 @@ def main(args: PairsArguments, model_args: ModelConfig):
 
     # ----- save -----
     out = Path(args.output)
-    out.parent.mkdir(parents=True, exist_ok=True)
+    if not rows:  # no file: the next make dpo / make orpo would train on nothing
+        kept = f"; {out} (already there) was left as it was" if out.exists() else ""
+        raise UserError(
+            f"no prompt produced a pair: every prompt's {args.num_samples} samples scored within {args.min_margin} "
+            f"of each other, so DPO and ORPO would have nothing to learn from; nothing written{kept}; likely "
+            "causes: the reward gives every completion the same score (check it with make score), the data lacks "
+            "what the reward reads, a temperature too low for samples to differ, or a min_margin wider than the "
+            "reward's range"
+        )
     if out.suffix == ".parquet":
         import datasets
 
-        datasets.Dataset.from_list(rows).to_parquet(str(out))
+        write_whole(out, lambda partial: datasets.Dataset.from_list(rows).to_parquet(str(partial)))
     else:
-        out.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        write_text_whole(out, "".join(json.dumps(r) + "\n" for r in rows))
     print(
         f"{len(rows)} pairs from {len(prompts)} prompts ({args.num_samples} samples each, margin >= "
         f"{args.min_margin}) -> {out}"
     )
-    if not rows:
-        print(
-            f"warning: no prompt produced a pair: every prompt's {args.num_samples} samples scored within "
-            f"{args.min_margin} of each other, so DPO and ORPO have nothing to learn from; likely causes: the reward "
-            "gives every completion the same score (check it with make score), the data lacks what the reward reads, "
-            "a temperature too low for samples to differ, or a min_margin wider than the reward's range"
-        )
     return rows
 
 

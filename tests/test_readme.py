@@ -67,3 +67,61 @@ def test_write_your_own_reward_example(tmp_path):
         assert required_columns(snippet["reward_funcs"]) == ["answer", "unit"]  # the reward's own column
     finally:
         sys.path.remove(str(tmp_path))
+
+
+# Each row of the README's "When things go wrong" table (by the start of its first cell) and the tests that hold it.
+FAILURE_ROWS = {
+    "`output_dir` holds another run's files": ["recipes/test_faults.py::test_another_runs_folder_is_refused"],
+    "two runs at once": ["recipes/test_faults.py::test_two_runs_at_once_into_one_folder_the_second_is_refused"],
+    "killed (SIGKILL) after a logged step": ["recipes/test_faults.py::test_kill_after_a_logged_step_then_resume"],
+    "killed in the middle of a save": ["recipes/test_faults.py::test_a_kill_in_the_middle_of_a_save"],
+    "a checkpoint's `trainer_state.json` unreadable": ["recipes/test_faults.py::test_an_unreadable_latest_checkpoint"],
+    "Ctrl-C (or SIGTERM)": [
+        "recipes/test_faults.py::test_ctrl_c_saves_a_checkpoint",
+        "recipes/test_grpo.py::test_sigterm",
+    ],
+    "checkpoint rotation": ["recipes/test_faults.py::test_another_runs_folder_is_refused_or_reused"],
+    "data: a malformed line": ["core/test_data.py::test_load_data_names_the_file_and_the_line"],
+    "data: a missing, null or empty prompt": ["core/test_data.py::test_a_null_gold_is_never_scored_correct"],
+    "data: prompts longer than": ["core/test_data.py::test_long_prompts_are_refused_with_their_rows_or_cut_to_fit"],
+    "settings: learning rate <= 0": ["core/test_config.py::test_bad_settings_are_one_line_before_any_model_loads"],
+    "a reward that raises": [
+        "rewards/test_reward_calls.py::test_broken_rewards_are_named_with_the_row",
+        "recipes/test_grpo.py::test_a_broken_reward_ends_training_in_one_line_naming_it",
+    ],
+    "a reward returns `inf` or `nan`": [
+        "recipes/test_bad_numbers.py::test_a_non_finite_reward_ends_the_run",
+        "rewards/test_time_limit.py::test_a_non_finite_score_names",
+    ],
+    "a reward call never returns": [
+        "recipes/test_bad_numbers.py::test_a_reward_past_its_time_limit_stops_the_run",
+        "rewards/test_time_limit.py::test_a_reward_that_never_returns_is_stopped",
+    ],
+    "SIGTERM or Ctrl-C while a step is stuck": ["recipes/test_bad_numbers.py::test_sigterm_while_a_reward_hangs"],
+    "settings that cannot train": ["recipes/test_bad_numbers.py::test_settings_that_cannot_train_are_refused"],
+    "the disk fills": [
+        "recipes/test_bad_numbers.py::test_a_full_disk_during_a_checkpoint_keeps_the_earlier_ones",
+        "core/test_storage.py::test_a_kill_in_the_middle_of_a_write",
+        "core/test_storage.py::test_a_write_to_a_full_filesystem",
+    ],
+    "`make pairs` finds no pair": [
+        "recipes/test_pairs.py::test_no_pair_is_an_error_with_its_causes_and_no_file",
+        "core/test_data.py::test_dpo_and_orpo_refuse_a_pairs_file_without_pairs",
+    ],
+    "a refusal under `LAUNCH=`": [
+        "recipes/test_distributed.py::test_fsdp_on_cpu_is_refused_in_one_line",
+        "recipes/test_distributed.py::test_a_crash_in_a_rank_still_shows_its_traceback",
+    ],
+}
+
+
+def test_every_row_of_the_failure_table_is_held_by_a_test_that_exists():
+    section = README.split("## When things go wrong", 1)[1].split("\n## ", 1)[0]
+    rows = [line.split("|")[1].strip() for line in section.splitlines() if line.startswith("| ")][1:]
+    assert rows and all(any(row.startswith(start) for start in FAILURE_ROWS) for row in rows), rows
+    assert all(any(row.startswith(start) for row in rows) for start in FAILURE_ROWS)  # no mapping without its row
+    for tests in FAILURE_ROWS.values():
+        for test in tests:
+            path, name = test.split("::")
+            source = (REPO_ROOT / "tests" / path).read_text()
+            assert re.search(rf"^def {re.escape(name)}", source, re.MULTILINE), test

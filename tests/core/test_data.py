@@ -144,3 +144,43 @@ def test_a_null_gold_is_never_scored_correct():
     from rewards.math import math_accuracy
 
     assert math_accuracy(["None", "#### None", ""], answer=[None, None, None]) == [None, None, None]
+
+
+@pytest.fixture
+def pair_files(tmp_path):
+    """Pairs files with no pair in them, in each format make pairs writes, and a Parquet file that is not one."""
+    import datasets
+
+    datasets.Dataset.from_list([]).to_parquet(str(tmp_path / "empty.parquet"))
+    (tmp_path / "empty.jsonl").write_text("")
+    (tmp_path / "broken.parquet").write_bytes(b"PAR1 not really")
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("empty.parquet", "empty.parquet: empty (no rows)"),
+        ("empty.jsonl", "empty.jsonl: empty (no rows)"),
+        ("broken.parquet", "broken.parquet: not a readable Parquet file ("),
+    ],
+)
+@pytest.mark.parametrize("method", ["dpo", "orpo"])
+def test_dpo_and_orpo_refuse_a_pairs_file_without_pairs_in_one_line(tiny_world, pair_files, method, name, message):
+    import importlib
+
+    from tests.recipes.helpers import run_recipe
+
+    run = pair_files / "run"
+    recipe = importlib.import_module(f"recipes.{method}")
+    with pytest.raises(DataError) as refusal:
+        run_recipe(
+            recipe,
+            f"recipes/configs/tiny/{method}.yaml",
+            "--dataset_name",
+            str(pair_files / name),
+            "--output_dir",
+            str(run),
+        )
+    assert message in str(refusal.value) and "\n" not in str(refusal.value)
+    assert not run.exists()

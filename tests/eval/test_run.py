@@ -125,3 +125,31 @@ def test_make_eval_reads_humaneval_gzipped_as_distributed(tiny_world, tmp_path):
         json.loads(line)["reason"].endswith(", ok") or "tests" in json.loads(line)["reason"]
         for line in (out / "samples.jsonl").read_text().splitlines()
     ] == [True] * 3
+
+
+def test_a_completion_budget_that_leaves_no_room_says_what_to_change(tiny_world, tmp_path):
+    """HumanEval's 512-token budget on the 512-position tiny model: the message names the budget and the fix."""
+    import pytest
+
+    from core.errors import UserError
+
+    data = str(FIXTURES / "humaneval_sample.jsonl")
+    base = ["--model", "artifacts/tiny/model", "--task", "humaneval", "--data", data, "--out", str(tmp_path / "x")]
+    with pytest.raises(UserError) as no_room:
+        eval_main(base)
+    assert str(no_room.value) == (
+        "max_new_tokens 512 (from the humaneval task's default) is at or beyond the model's 512 positions: the "
+        "completion budget leaves no room for a prompt; give fewer than 512 tokens (with make eval "
+        'ARGS="--max_new_tokens 256")'
+    )
+    with pytest.raises(UserError) as too_long:
+        eval_main([*base, "--max_new_tokens", "500"])
+    assert "3 prompt(s) longer than the 12 tokens the model has room for" in str(too_long.value)
+    assert str(too_long.value).endswith(
+        "shorten them, cut them with --truncate_long_prompts, or leave the prompts more room with a smaller "
+        'completion budget than max_new_tokens 500 (make eval ARGS="--max_new_tokens N")'
+    )
+    for bad in (["--temperature", "-1"], ["--k", "4", "--temperature", "0"]):
+        with pytest.raises(UserError, match="--temperature"):
+            eval_main([*base, *bad])
+    assert not (tmp_path / "x").exists()

@@ -163,7 +163,8 @@ def test_ppo_and_orpo_under_deepspeed_record_the_stage_and_save_an_adapter(metho
 
 @pytest.mark.slow
 def test_ppo_under_zero3_is_refused_in_one_line_before_any_model_loads(tiny_world, tmp_path):
-    assert refused("ppo", "zero3", tmp_path / "run").count("PPO does not run under ZeRO-3") == 2
+    output = refused("ppo", "zero3", tmp_path / "run")
+    assert output.count("PPO does not run under ZeRO-3") == 1 and "PPO does not run under ZeRO-3" in last_line(output)
 
 
 @pytest.mark.slow
@@ -179,8 +180,34 @@ def test_ddp_on_two_cpu_processes_records_multi_cpu(tiny_world, tmp_path):
 def test_fsdp_on_cpu_is_refused_in_one_line_before_any_model_loads(tiny_world, tmp_path):
     output = refused("grpo", "fsdp", tmp_path / "run")
     refusals = [line for line in output.splitlines() if "error: this launch asks for FSDP" in line]
-    assert len(refusals) == 2  # one line from each rank
-    assert all("would run as MULTI_CPU, unsharded" in line and "LAUNCH=zero3" in line for line in refusals)
+    assert len(refusals) == 1  # the same line from both ranks: once, last, with no launcher traceback after it
+    assert "would run as MULTI_CPU, unsharded" in refusals[0] and "LAUNCH=zero3" in refusals[0]
+    assert last_line(output) == refusals[0] and "Traceback" not in output and "ChildFailedError" not in output
+
+
+@pytest.mark.slow
+def test_a_crash_in_a_rank_still_shows_its_traceback(tiny_world, tmp_path):
+    """A reward that raises past the project's checks (a BaseException) is a crash, not a refusal."""
+    rewards = tmp_path / "crashing_rewards.py"
+    rewards.write_text(
+        "class Boom(BaseException):\n    pass\n\n\ndef boom(completions, **kwargs):\n    raise Boom('x')\n"
+    )
+    proc = make(
+        "grpo",
+        *STEPS,
+        *GRPO_BATCH,
+        *("--output_dir", str(tmp_path / "run"), "--reward_funcs", "crashing_rewards.boom"),
+        launch="multi_gpu",
+        env={"PYTHONPATH": str(tmp_path)},
+    )
+    output = proc.communicate(timeout=600)[0]
+    assert proc.returncode != 0
+    assert "Traceback" in output and "crashing_rewards.Boom: x" in output
+
+
+def last_line(output: str) -> str:
+    """The last line the program printed (make's own `make: *** ... Error 1` after it left out)."""
+    return [line for line in output.splitlines() if line.strip() and not line.startswith("make: ***")][-1]
 
 
 @pytest.mark.slow

@@ -63,23 +63,19 @@ def test_code_pairs_chosen_passes_more_tests_than_rejected(tiny_code_world, tmp_
 
 
 @pytest.mark.slow
-def test_no_pair_is_a_warning_with_its_causes(tiny_world, tmp_path, capsys):
-    out = tmp_path / "pairs.jsonl"
-    rows = run_recipe(
-        pairs,
-        "recipes/configs/tiny/pairs.yaml",
-        "--max_prompts",
-        "4",
-        "--num_samples",
-        "2",
-        "--max_new_tokens",
-        "8",
-        "--reward_funcs",
-        "tests.recipes.reward_probes.always_zero",
-        "--output",
-        str(out),
+def test_no_pair_is_an_error_with_its_causes_and_no_file(tiny_world, tmp_path):
+    from core.errors import UserError
+
+    out = tmp_path / "pairs.parquet"
+    with pytest.raises(UserError) as refusal:
+        run_recipe(
+            pairs,
+            "recipes/configs/tiny/pairs.yaml",
+            *("--max_prompts", "4", "--num_samples", "2", "--max_new_tokens", "8"),
+            *("--reward_funcs", "tests.recipes.reward_probes.always_zero", "--output", str(out)),
+        )
+    assert str(refusal.value).startswith(
+        "no prompt produced a pair: every prompt's 2 samples scored within 0.5 of each other, so DPO and ORPO would "
+        "have nothing to learn from; nothing written; likely causes: "
     )
-    printed = capsys.readouterr().out
-    assert rows == [] and out.read_text() == ""
-    assert "0 pairs from 4 prompts" in printed
-    assert "warning: no prompt produced a pair: every prompt's 2 samples scored within 0.5 of each other" in printed
+    assert not out.exists() and list(tmp_path.iterdir()) == []  # no file, no partial one, for make dpo to trip on
