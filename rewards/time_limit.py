@@ -122,7 +122,6 @@ def stop_interrupting() -> None:
     ARMED["on"] = False
 
 
-
 def _async_raise_after(thread_id: int, seconds: float) -> threading.Timer:
     def fire():
         ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread_id), ctypes.py_object(Expired))
