@@ -187,12 +187,17 @@ def build(out: Path, settings: dict) -> dict:
     return world
 
 
-def ensure_tiny_world(out: str | Path = "artifacts/tiny", force: bool = False, world: str = "math") -> dict:
-    """Builds a tiny world unless a complete one is already there; returns its world.json."""
+def ensure_tiny_world(
+    out: str | Path = "artifacts/tiny", force: bool = False, world: str = "math", seed: int | None = None
+) -> dict:
+    """Builds a tiny world unless a complete one is already there; returns its world.json. Another `seed` builds
+    another world (data, initial weights, SFT order): what a test that depends on one world's numbers meets on
+    another CPU."""
     out = Path(out)
     if not force and (out / "world.json").exists() and (out / "model" / "config.json").exists():
         return json.loads((out / "world.json").read_text())
-    return build(out, dict(CODE_DEFAULTS if world == "code" else DEFAULTS))
+    settings = dict(CODE_DEFAULTS if world == "code" else DEFAULTS)
+    return build(out, settings | ({"seed": seed} if seed is not None else {}))
 
 
 def main():
@@ -200,9 +205,10 @@ def main():
     parser.add_argument("--out", default="artifacts/tiny")
     parser.add_argument("--world", choices=("math", "code"), default="math")
     parser.add_argument("--force", action="store_true", help="rebuild even if it exists")
+    parser.add_argument("--seed", type=int, help="another world than the shipped seed's (default 0)")
     one_line_errors()
     args = parser.parse_args()
-    world = ensure_tiny_world(args.out, args.force, args.world)
+    world = ensure_tiny_world(args.out, args.force, args.world, args.seed)
     print(
         f"tiny world at {args.out}: {world['parameters']:,} parameters, held-out greedy accuracy "
         f"{world['held_out_accuracy']:.1%} on {world['n_test']} problems (built in {world['build_seconds']}s)"
