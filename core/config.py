@@ -40,7 +40,9 @@ def parse_config(parser):
     except ValueError as error:
         unknown = re.findall(r"'--([^']+)'", str(error))
         if not unknown:
-            raise SystemExit(f"error: {blame(parser, sys.argv[1:], given)}: {error}") from error
+            culprit = blame(parser, sys.argv[1:], given)
+            where = f": {culprit} (from the command line)" if culprit else f" in {config or 'command line'}"
+            raise SystemExit(f"error{where}: {error}") from error
         where = "config file" if "config file" in str(error) else "command line"
         raise SystemExit(
             f"error in {config or 'command line'}: " + "; ".join(unknown_key(name, parser, where) for name in unknown)
@@ -159,18 +161,16 @@ def _is_number(value) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def blame(parser, argv: list[str], given: set[str]) -> str:
-    """Where a value that TRL's or transformers' own config checks refuse came from: the command-line flag without
-    which the settings parse (`--num_generations 1 (from the command line)`), else the config file."""
+def blame(parser, argv: list[str], given: set[str]) -> str | None:
+    """The command-line flag behind a value that TRL's or transformers' own config checks refuse, as `key value`:
+    the one without which the settings parse (None: the config file's values)."""
     for key in sorted(given - {"config"}):
-        without = _without_flag(argv, key)
         try:
-            parser.parse_args_and_config(without)
+            parser.parse_args_and_config(_without_flag(argv, key))
         except (ValueError, SystemExit):
             continue
-        return f"{key} {_flag_value(argv, key)} (from the command line)"
-    config = argv[argv.index("--config") + 1] if "--config" in argv[:-1] else None
-    return f"in {config}" if config else "in the command line"
+        return f"{key} {_flag_value(argv, key)}"
+    return None
 
 
 def _flag_tokens(argv: list[str], key: str) -> list[int]:

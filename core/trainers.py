@@ -25,6 +25,12 @@ from rewards import RewardTimeout
 from rewards.time_limit import Expired, stop_interrupting
 
 
+def finished_checkpoints(folder: Path) -> list[Path]:
+    """The complete checkpoints in `folder` (checkpoint-N, not a .saving- or .kept- one), by step."""
+    steps = [p for p in folder.glob("checkpoint-*") if p.name.split("-", 1)[1].isdigit()]
+    return sorted(steps, key=lambda p: int(p.name.split("-", 1)[1]))
+
+
 class AtomicCheckpoints:
     def _save_checkpoint(self, model, trial):
         folder = Path(self.args.output_dir)
@@ -87,7 +93,7 @@ class StopsCleanly:
         if step == 0:
             return "no step had finished, so there is nothing to save; stopping"
         if self.accelerator.num_processes > 1:  # the other processes may be waiting in this step's collectives
-            saved = sorted(folder.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[1]))
+            saved = finished_checkpoints(folder)
             last = f"the last checkpoint is {saved[-1]}" if saved else "no checkpoint was saved"
             return f"not saving under {self.accelerator.num_processes} processes; {last}; stopping ({resume})"
         for callback in self.callback_handler.callbacks:
@@ -98,10 +104,7 @@ class StopsCleanly:
         return f"saved checkpoint-{step} (the last finished step) in {folder}; stopping ({resume})"
 
     def _earlier_checkpoints(self, folder: Path) -> str:
-        saved = sorted(
-            (p for p in folder.glob("checkpoint-*") if p.name.split("-")[1].isdigit()),
-            key=lambda p: int(p.name.split("-")[1]),
-        )
+        saved = finished_checkpoints(folder)
         kept = (
             f"the earlier checkpoints are complete: {', '.join(p.name for p in saved)}" if saved else "no checkpoint"
         )

@@ -223,3 +223,12 @@ def test_settings_that_cannot_train_are_refused_before_any_model_loads(
     message = str(refusal.value)
     assert expected in message and "\n" not in message
     assert not run.exists()  # refused before the run folder, which comes before the model
+
+
+def test_a_value_trl_refuses_in_the_yaml_names_the_file(tiny_world, tmp_path):
+    import yaml
+
+    config = tmp_path / "grpo.yaml"
+    config.write_text(yaml.safe_dump(yaml.safe_load((REPO_ROOT / GRPO).read_text()) | {"num_generations": 1}))
+    with pytest.raises(SystemExit, match=rf"^error in {config}: GRPO requires at least 2 generations"):
+        run_recipe(grpo, str(config), "--output_dir", str(tmp_path / "run"), "--max_steps", "2")
