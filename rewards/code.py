@@ -76,17 +76,21 @@ def require_code_tests(columns, source: str) -> str:
 
 
 def program_for(completion, code_prefix: str = "") -> str:
-    """The program to run: the completion's code, after `code_prefix` (HumanEval's signature) when the completion
-    does not define the function itself."""
-    program = extract_program(completion_text(completion))
-    if code_prefix and not _defines_the_same_function(program, code_prefix):
-        program = code_prefix + program
-    return program
+    r"""The program to run: the completion's code (its last fenced block, if it has one) after `code_prefix`, as
+    HumanEval's own harness runs it (`prompt + completion`): a completion that restates the function simply
+    redefines it, and still sees the prompt's imports and helpers. The one difference by design: the harness runs a
+    chat model's fenced reply as it is (a syntax error); here the fenced block is taken.
 
-
-def _defines_the_same_function(program: str, code_prefix: str) -> bool:
-    names = re.findall(r"^def (\w+)", code_prefix, re.MULTILINE)
-    return not names or f"def {names[-1]}" in program
+    >>> prompt = "from typing import List\ndef f(x: List[int]):\n    'Doc.'\n"
+    >>> print(program_for("def f(x: List[int]):\n    return x\n", prompt))
+    from typing import List
+    def f(x: List[int]):
+        'Doc.'
+    def f(x: List[int]):
+        return x
+    <BLANKLINE>
+    """
+    return code_prefix + extract_program(completion_text(completion))
 
 
 def run_row_tests(completions, rows: list[dict]) -> list[RunResult]:

@@ -144,6 +144,29 @@ def gold_span(gold: str) -> str:
     return gold.rsplit("####", 1)[1].strip() if "####" in gold else gold.strip()
 
 
+def _is_relation(parsed: list) -> bool:
+    """An equation, or a chain of them (math-verify reads `a = b = c` as And(Eq(a, b), Eq(b, c)))."""
+    from sympy import And, Equality
+
+    return any(
+        isinstance(item, Equality) or isinstance(item, And) and all(isinstance(a, Equality) for a in item.args)
+        for item in parsed
+    )
+
+
+def chain_end(answer: list) -> list:
+    r"""An equation chain's final answer: its last right-hand side, read in math mode (`Total = 129 + 195 = 324`
+    answers 324); anything else as it is. Only for a gold that is not itself an equation.
+
+    >>> [str(x) for x in chain_end(_parse(r"\[ Total = 129 + 195 = 324 \]"))]
+    ['324', '324']
+    """
+    text = next((item for item in reversed(answer) if isinstance(item, str)), "")
+    if not _is_relation(answer) or "=" not in text:
+        return answer
+    return _parse_math_mode(text.rsplit("=", 1)[1]) or answer
+
+
 def verify_answer(completion: str, gold: str) -> list:
     """[score, extracted answer, reason]. Runs inside an isolated worker (see rewards/math_workers.py)."""
     from math_verify import verify
@@ -154,6 +177,8 @@ def verify_answer(completion: str, gold: str) -> list:
     answer = _parse(extract_answer_span(completion))
     if not answer:
         return [0.0, None, "unparseable answer"]
+    if not _is_relation(gold_parsed):  # a bare gold is matched by a chain's end, not by the whole equation
+        answer = chain_end(answer)
     correct = verify(_plain_symbols(gold_parsed), _plain_symbols(answer), timeout_seconds=_PARSE_TIMEOUT)
     return [1.0 if correct else 0.0, str(answer[-1])[:200], "correct" if correct else "wrong"]
 

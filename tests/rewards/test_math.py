@@ -252,3 +252,20 @@ def test_recipes_report_unparseable_golds_before_loading_a_model(tiny_world, tmp
         f"warning: 1 of 3 gold answers in {tmp_path / 'data.jsonl'} (column 'answer') cannot be parsed; "
         "math_accuracy scores their samples None (left out of the reward): row 1: 'not given'"
     ) in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("completion", "gold", "score"),
+    [
+        (r"The costs add up: \[ Total = 129 + 195 = 324 \]", "324", 1.0),
+        (r"\[ \text{Total Cost} = \text{Base} + \text{Extra} = 129 + 195 = 324. \]", "324", 1.0),
+        (r"So $a = 3 + 4 = 7$.", "7", 1.0),
+        ("Total cost = 20 + 14 = 34 dollars", "34", 1.0),
+        (r"\[ Total = 129 + 195 = 324 \text{ dollars} \]", "324", 1.0),
+        (r"She pays $x = 2 \cdot \$5 = \$10$.", "10", 1.0),
+        (r"\[ Total = 129 + 195 = 325 \]", "324", 0.0),  # the chain's end is what is compared
+        (r"The line is $y = 2x + 1$.", "y = 2x + 1", 1.0),  # an equation gold still takes the whole equation
+    ],
+)
+def test_an_equation_chain_answers_with_its_last_right_hand_side(completion, gold, score):
+    assert math_accuracy([completion], answer=[gold]) == [score]

