@@ -6,7 +6,8 @@ import re
 from rewards.sandbox import RunResult, default_sandbox
 from rewards.text import completion_text
 
-_FENCED = re.compile(r"```(?:python|py)?[ \t]*\n(.*?)```", re.DOTALL)
+# A fence's info string in any case, `python3` / `py3` too (what chat models write: ```Python, ```python3).
+_FENCED = re.compile(r"```(?i:python3?|py3?)?[ \t]*\n(.*?)```", re.DOTALL)
 
 
 def extract_program(text: str) -> str:

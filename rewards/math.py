@@ -110,6 +110,14 @@ def parse_gold(gold: str) -> list:
     from math_verify import parse
 
     span = gold_span(gold)
+    stated = _ANSWER_IS.findall(span)  # "The answer is \boxed{42}": what it says, as for a completion
+    if stated and stated[-1].strip():
+        span = stated[-1].strip().rstrip(".").rstrip()
+    if any(marker in span.replace("\\$", "") for marker in ("\\boxed", "\\(", "\\[")):
+        # delimited as math-verify reads it (`\boxed{42}` without `$`, `\(\frac12\)`): its own extraction
+        parsed = parse(span, extraction_config=_configs(), parsing_timeout=_PARSE_TIMEOUT)
+        if parsed and not all(isinstance(item, str) for item in parsed):
+            return parsed
     parsed = _parse_math_mode(span) if _reads_as_bare_math(span) or "$" in span else []
     if parsed:
         return parsed

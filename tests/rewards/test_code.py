@@ -38,3 +38,12 @@ def test_code_format():
 def test_a_batch_runs_in_parallel_and_in_order():
     programs = [f"def f():\n    return {i}" for i in range(24)]
     assert code_tests(programs, tests=[[f"assert f() == {i}"] for i in range(24)]) == [1.0] * 24
+
+
+def test_a_fence_s_info_string_is_read_in_any_case_and_as_python3():
+    from rewards.code import code_format, extract_program
+
+    for fence in ("python", "Python", "PYTHON", "python3", "py", "py3", "Py3", ""):
+        reply = f"Here:\n```{fence}\ndef f():\n    return 1\n```\nDone."
+        assert extract_program(reply) == "def f():\n    return 1\n", fence
+        assert code_format([reply]) == [1.0], fence

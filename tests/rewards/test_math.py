@@ -269,3 +269,21 @@ def test_recipes_report_unparseable_golds_before_loading_a_model(tiny_world, tmp
 )
 def test_an_equation_chain_answers_with_its_last_right_hand_side(completion, gold, score):
     assert math_accuracy([completion], answer=[gold]) == [score]
+
+
+@pytest.mark.parametrize(
+    "gold",
+    [r"\boxed{42}", r"$\boxed{42}$", r"The answer is \boxed{42}", r"\(42\)", r"\[42\]", "The answer is 42.", "42"],
+)
+def test_every_gold_form_math_verify_reads_is_read(gold):
+    assert unparseable_golds([gold]) == []
+    assert math_accuracy([r"so $\boxed{42}$", "The answer is 41"], answer=[gold, gold]) == [1.0, 0.0]
+
+
+@pytest.mark.parametrize("gold", [r"\(\frac12\)", r"\[\frac{1}{2}\]", r"\boxed{\frac{1}{2}}", r"$\frac12$"])
+def test_a_delimited_fraction_gold_is_its_value(gold):
+    assert math_accuracy([r"$\boxed{0.5}$", r"$\boxed{\frac{2}{4}}$", r"$\boxed{2}$"], answer=[gold] * 3) == [
+        1.0,
+        1.0,
+        0.0,
+    ]
