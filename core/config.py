@@ -162,15 +162,16 @@ def _is_number(value) -> bool:
 
 
 def blame(parser, argv: list[str], given: set[str]) -> str | None:
-    """The command-line flag behind a value that TRL's or transformers' own config checks refuse, as `key value`:
-    the one without which the settings parse (None: the config file's values)."""
+    """The command-line flags behind a value that TRL's or transformers' own config checks refuse, as `key value`:
+    each one without which the settings parse (None: the config file's values)."""
+    culprits = []
     for key in sorted(given - {"config"}):
         try:
             parser.parse_args_and_config(_without_flag(argv, key))
         except (ValueError, SystemExit):
             continue
-        return f"{key} {_flag_value(argv, key)}"
-    return None
+        culprits.append(f"{key} {_flag_value(argv, key)}")
+    return ", ".join(culprits) or None
 
 
 def _flag_tokens(argv: list[str], key: str) -> list[int]:

@@ -37,7 +37,9 @@ def test_two_steps_in_4bit_save_an_adapter_that_generates(tiny_world, tmp_path, 
     [
         (
             ["--per_device_train_batch_size", "12", "--gradient_accumulation_steps", "1"],
-            "grpo.yaml: generation_batch_size (12) must be divisible by num_generations (8)",
+            "gradient_accumulation_steps 1, per_device_train_batch_size 12 (from the command line): "
+            "generation_batch_size (12) must be divisible by "
+            "num_generations (8)",
         ),
         (["--reward_funcs", "no_such_reward"], "unknown reward 'no_such_reward'"),
         (["--prompt_column", "problem"], "missing column(s) ['problem']"),
