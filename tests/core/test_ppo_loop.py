@@ -80,7 +80,9 @@ def compare(model, dtype, tmp_path, tolerance, policy_loss=True):
 
 
 def test_one_update_equals_trls_on_the_tiny_model(tiny_world, tmp_path):
-    compare(tiny_world / "model", "float32", tmp_path, 1e-5)
+    # 1e-5 held on the shipped seed's world on three CPUs; a world built from another seed gave 1.3e-5 on one LoRA
+    # tensor (fp32 sums in another order): the tolerance must not depend on which world the CPU builds
+    compare(tiny_world / "model", "float32", tmp_path, 5e-5)
 
 
 def test_one_update_equals_trls_at_qwen_vocabulary(big_vocab_model, tmp_path):

@@ -93,6 +93,10 @@ def test_sigterm_then_resume_continues_the_same_run(tiny_world, tmp_path):
         "tests.recipes.reward_probes.record_prompts",
         "--save_total_limit",
         "10",
+        # the checkpoint at the end of the step, however slow the machine (the grace's interruption is
+        # tests/recipes/test_bad_numbers.py's)
+        "--stop_grace_seconds",
+        "0",
     ]
     straight_log, resumed_log = tmp_path / "straight.jsonl", tmp_path / "resumed.jsonl"
     straight = cli("ppo", *common, "--output_dir", str(tmp_path / "straight"), env={"PROMPT_LOG": str(straight_log)})
