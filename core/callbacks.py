@@ -88,6 +88,7 @@ class StopOnSignal(TrainerCallback):
     def __init__(self, grace_seconds: float = STOP_GRACE_SECONDS):
         self.requested, self.grace_seconds = None, grace_seconds
         self.stuck_at: str | None = None
+        self._killer: subprocess.Popen | None = None
         install_alarm_handler()  # here, in the main thread: the interruption is raised by SIGALRM
         signal.signal(signal.SIGTERM, self._request)
         signal.signal(signal.SIGINT, self._request)
@@ -125,8 +126,18 @@ class StopOnSignal(TrainerCallback):
             file=sys.stderr,
             flush=True,
         )
-        _kill_later(self.grace_seconds, f"{self.requested}: the interrupted step did not stop either; killed")
+        self._killer = _kill_later(
+            self.grace_seconds, f"{self.requested}: the interrupted step did not stop either; killed"
+        )
         interrupt_main_thread()
+
+    def step_stopped(self) -> None:
+        """The interrupted step has ended: the kill is called off, so saving the last finished step and exiting may
+        take what they take (on a slow disk, longer than the grace)."""
+        if self._killer is not None:
+            self._killer.kill()
+            self._killer.wait()
+            self._killer = None
 
     def on_step_end(self, args, state, control, **kwargs):
         if self.requested:
@@ -142,7 +153,7 @@ class StopOnSignal(TrainerCallback):
             )
 
 
-def _kill_later(seconds: float, message: str) -> None:
+def _kill_later(seconds: float, message: str) -> subprocess.Popen:
     """SIGKILL this process `seconds` from now unless it has exited, from another process (this one may never run
     Python again); that process holds a pidfd, so a later process with the same pid is safe."""
     watcher = (
@@ -152,7 +163,7 @@ def _kill_later(seconds: float, message: str) -> None:
         f"    print({message!r}, file=sys.stderr, flush=True)\n"
         "    signal.pidfd_send_signal(fd, signal.SIGKILL)\n"
     )
-    subprocess.Popen([sys.executable, "-c", watcher], start_new_session=True)
+    return subprocess.Popen([sys.executable, "-c", watcher], start_new_session=True)
 
 
 class CostMeter(TrainerCallback):

@@ -75,6 +75,7 @@ class StopsCleanly:
         except Expired:  # StopOnSignal interrupted a step that did not end after SIGTERM / Ctrl-C
             stop_interrupting()
             stopper = next(c for c in self.callback_handler.callbacks if isinstance(c, StopOnSignal))
+            stopper.step_stopped()
             signal_name, stuck_at = stopper.requested, stopper.stuck_at
             message = (
                 f"{signal_name}: stopped in the middle of step {self.state.global_step + 1} (it was in {stuck_at}); "

@@ -21,11 +21,14 @@ from tests.recipes.helpers import run_recipe
 
 GRPO = "recipes/configs/tiny/grpo.yaml"
 USER_REWARDS = '''
+import atexit
 import os
 import time
 from pathlib import Path
 
 CALLS = {"n": 0}
+if os.environ.get("SLOW_EXIT"):  # an exit hook that takes its time (a logger uploading its last records)
+    atexit.register(time.sleep, float(os.environ["SLOW_EXIT"]))
 
 
 def one_inf(completions, **kwargs):
@@ -125,7 +128,7 @@ def test_sigterm_while_a_reward_hangs_ends_the_run_within_the_grace_saying_where
         run,
         *("--reward_funcs", "user_rewards.hangs_at_third_call", "--max_steps", "10"),
         *("--reward_timeout", "0", "--stop_grace_seconds", "2"),  # no limit: only the signal can end it
-        env=user_rewards | {"HANG": str(marker)},
+        env=user_rewards | {"HANG": str(marker), "SLOW_EXIT": "5"},  # once the step has stopped, no kill
     )
     deadline = time.monotonic() + 600
     while not marker.exists():
