@@ -10,16 +10,18 @@ import re
 from rewards.math import math_accuracy
 from rewards.text import completion_text
 
-_THINK_ANSWER = re.compile(r"\s*<think>.*?</think>\s*<answer>.*?</answer>\s*", re.DOTALL)
+_NO_TAG = r"(?:(?!</?(?:think|answer)>).)*"  # text without a think or answer tag: one block each, none nested
+_THINK_ANSWER = re.compile(rf"\s*<think>{_NO_TAG}</think>\s*<answer>{_NO_TAG}</answer>\s*", re.DOTALL)
 _STEP_MARKERS = re.compile(r"\bStep \d+:|(?:^|\n)[ \t]*(?:\d+\.\s|[-*]\s)|\b(?:First|Second|Next|Then|Finally),")
 
 
 def format_reward(completions, **kwargs) -> list[float]:
-    """1.0 if the completion is exactly `<think>...</think><answer>...</answer>` (any whitespace between), else 0.0.
+    """1.0 if the completion is exactly `<think>...</think><answer>...</answer>` (any whitespace between), else 0.0:
+    one think block then one answer block, no tag nested in either, no text outside them.
 
     >>> format_reward(["<think>\\n2+2 is 4\\n</think>\\n<answer>4</answer>\\n", "4",
-    ...                "<answer>4</answer><think>x</think>"])
-    [1.0, 0.0, 0.0]
+    ...                "<answer>4</answer><think>x</think>", "<think>a</think>so<think>b</think><answer>4</answer>"])
+    [1.0, 0.0, 0.0, 0.0]
     """
     return [1.0 if _THINK_ANSWER.fullmatch(completion_text(c)) else 0.0 for c in completions]
 

