@@ -22,8 +22,8 @@ from contextlib import contextmanager
 
 # The default limit on one reward call, in seconds. At the 7B settings a GRPO call scores a generation batch of 32
 # completions (4 per micro-batch x 8 accumulation steps); the slowest shipped rewards stop each completion at 10 s
-# (code_tests: the sandbox's wall-clock limit; math_accuracy: 5 s to parse the gold + 5 s to verify), and with the
-# two parallel slots of a 2-core machine a call ends within 32 x 10 / 2 = 160 s. 600 s leaves ~4x that.
+# (math_accuracy: 5 s to parse the gold + 5 s to verify; code_tests: 3 s, the sandbox's wall-clock limit), and with
+# the two parallel slots of a 2-core machine a call ends within 32 x 10 / 2 = 160 s. 600 s leaves ~4x that.
 REWARD_TIMEOUT_SECONDS = 600.0
 NOTICE_FRACTION = 0.25
 # After the limit, how often the timer fires again (a reward may catch the first interruption).

