@@ -1,6 +1,24 @@
 """Batched generation from chat prompts or plain strings: `make pairs`, `make eval` and the tiny worlds' build."""
 
+from contextlib import contextmanager
+
 import torch
+
+
+@contextmanager
+def inference(model):
+    """Eval mode for generating and scoring, with bitsandbytes' 4-bit layers left on the kernel they train with: in
+    eval mode on AVX512-BF16 CPUs bitsandbytes repacks their weights for another kernel, one way, which shifts
+    results and breaks training afterwards. The model's mode is restored after."""
+    was_training = model.training
+    model.eval()
+    for module in model.modules():
+        if type(module).__name__ == "Linear4bit":
+            module.training = True  # its one use of the flag is that repacking; dropout lives in other modules
+    try:
+        yield model
+    finally:
+        model.train(was_training)
 
 
 @torch.no_grad()
@@ -17,8 +35,7 @@ def generate(
 
     Returns, per prompt, `num_return_sequences` completions (special tokens removed).
     """
-    tokenizer.padding_side = "left"
-    model.eval()
+    padding_side, tokenizer.padding_side = tokenizer.padding_side, "left"  # restored: a trainer may share it
     outputs = []
     device = next(model.parameters()).device
     for start in range(0, len(prompts), batch_size):
@@ -33,15 +50,17 @@ def generate(
             if temperature > 0
             else {"do_sample": False}
         )
-        generated = model.generate(
-            **enc,
-            max_new_tokens=max_new_tokens,
-            num_return_sequences=num_return_sequences,
-            pad_token_id=tokenizer.pad_token_id,
-            **sampling,
-        )
+        with inference(model):
+            generated = model.generate(
+                **enc,
+                max_new_tokens=max_new_tokens,
+                num_return_sequences=num_return_sequences,
+                pad_token_id=tokenizer.pad_token_id,
+                **sampling,
+            )
         completions = tokenizer.batch_decode(generated[:, enc["input_ids"].shape[1] :], skip_special_tokens=True)
         outputs.extend(
             completions[i : i + num_return_sequences] for i in range(0, len(completions), num_return_sequences)
         )
+    tokenizer.padding_side = padding_side
     return outputs

@@ -24,11 +24,12 @@ from trl import ModelConfig
 from core.data import fit_prompt_list
 from core.errors import UserError, one_line_errors
 from core.generation import generate
+from core.heldout import score_rows
 from core.models import check_adapter, check_model, completion_room, load_model, load_tokenizer, max_positions
 from core.run_dir import library_versions
 from core.storage import write_text_whole
+from core.tasks import TASKS, load_task_data
 from eval.custom_task import load_reward_task, score_samples
-from eval.tasks import TASKS, load_task_data, score
 from rewards.sandbox import SandboxUnavailable, isolation_mode, isolation_record
 
 METRICS = Path(__file__).parent / "metrics"
@@ -83,39 +84,10 @@ def evaluate_model(
     batch_size: int = 64,
     samples: list[list[str]] | None = None,
 ):
-    """(summary metrics, per-sample records). Used by `make eval` and by the tiny world's build.
+    """(summary metrics, per-sample records). Used by `make eval`, the studies and the tiny world's build; the
+    records come from `core.heldout.score_rows`, as held-out accuracy during training does.
     `samples` (k completions per row) skips generation, e.g. when vLLM generated them."""
-    task = TASKS[task_name]
-    if k > 1 and temperature <= 0:
-        raise ValueError(f"k={k} samples need a temperature > 0")
-    prompts = [task.messages(row) for row in rows]
-    if samples is None:
-        samples = generate(
-            model,
-            tokenizer,
-            prompts,
-            max_new_tokens=max_new_tokens or task.max_new_tokens,
-            batch_size=batch_size,
-            temperature=temperature,
-            num_return_sequences=k,
-        )
-    flat_rows = [row for row in rows for _ in range(k)]
-    verdicts = score(task, flat_rows, [c for group in samples for c in group])
-    records = [
-        {
-            "index": i // k,
-            "sample": i % k,
-            "prompt": prompts[i // k][-1]["content"],
-            "completion": completion,
-            "extracted": extracted,
-            "gold": flat_rows[i].get(task.gold) if task.kind == "math" else None,
-            "score": s,
-            "reason": reason,
-        }
-        for i, (completion, (s, extracted, reason)) in enumerate(
-            zip([c for group in samples for c in group], verdicts, strict=True)
-        )
-    ]
+    records = score_rows(model, tokenizer, task_name, rows, k, temperature, max_new_tokens, batch_size, samples)
     return accuracy_metrics(records, k, len(rows)), records
 
 

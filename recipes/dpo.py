@@ -15,6 +15,7 @@ from trl import DPOConfig, DPOTrainer, ModelConfig, TrlParser, get_peft_config
 from core.callbacks import run_callbacks
 from core.config import parse_config, source_of, stop_grace_field
 from core.data import load_data
+from core.heldout import HeldoutArguments, heldout_callbacks
 from core.logprob_trainers import check_logprobs, with_logprobs
 from core.models import check_model, load_tokenizer, model_kwargs
 from core.run_dir import resolve_run_dir, write_run_files
@@ -52,7 +53,12 @@ class ScriptArguments:
     )
 
 
-def main(script_args: ScriptArguments, training_args: DPOConfig, model_args: ModelConfig):
+def main(
+    script_args: ScriptArguments,
+    training_args: DPOConfig,
+    model_args: ModelConfig,
+    heldout_args: HeldoutArguments,
+):
     check_model(model_args, source_of("model_name_or_path"))
     check_logprobs(script_args.logprobs, "dpo", training_args)
     if not model_args.use_peft:
@@ -75,6 +81,9 @@ def main(script_args: ScriptArguments, training_args: DPOConfig, model_args: Mod
     training_args.model_init_kwargs = model_kwargs(model_args)
     tokenizer = load_tokenizer(model_args)
 
+    # ----- held-out: accuracy and drift at the start, every heldout_eval_steps, the end -----
+    heldout = heldout_callbacks(training_args.output_dir, heldout_args, tokenizer, training_args.world_size)
+
     # ----- trainer -----
     trainer = recipe_trainer(with_logprobs(DPOTrainer, script_args.logprobs))(
         model=model_args.model_name_or_path,
@@ -85,7 +94,8 @@ def main(script_args: ScriptArguments, training_args: DPOConfig, model_args: Mod
         peft_config=get_peft_config(model_args),
         callbacks=run_callbacks(
             training_args.output_dir, script_args.measure_tensor_memory, script_args.stop_grace_seconds
-        ),
+        )
+        + heldout,
     )
     if trainer.is_world_process_zero():
         write_run_files(training_args.output_dir, script_args, training_args, model_args)
@@ -100,5 +110,5 @@ def main(script_args: ScriptArguments, training_args: DPOConfig, model_args: Mod
 
 
 if __name__ == "__main__":
-    parser = TrlParser((ScriptArguments, DPOConfig, ModelConfig))
+    parser = TrlParser((ScriptArguments, DPOConfig, ModelConfig, HeldoutArguments))
     main(*parse_config(parser))

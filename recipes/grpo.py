@@ -22,6 +22,7 @@ from core.data import (
     warn_unparseable_golds,
     with_code_test_columns,
 )
+from core.heldout import HeldoutArguments, heldout_callbacks
 from core.logprob_trainers import check_logprobs, with_logprobs
 from core.models import check_model, load_tokenizer, model_kwargs, prompt_room
 from core.run_dir import resolve_run_dir, write_run_files
@@ -95,7 +96,12 @@ def preflight(script_args: ScriptArguments, training_args: GRPOConfig, model_arg
     check_model(model_args, source_of("model_name_or_path"))
 
 
-def main(script_args: ScriptArguments, training_args: GRPOConfig, model_args: ModelConfig):
+def main(
+    script_args: ScriptArguments,
+    training_args: GRPOConfig,
+    model_args: ModelConfig,
+    heldout_args: HeldoutArguments,
+):
     preflight(script_args, training_args, model_args)
 
     # ----- data -----
@@ -137,6 +143,9 @@ def main(script_args: ScriptArguments, training_args: GRPOConfig, model_args: Mo
     resume = resolve_run_dir(training_args, "grpo", script_args.profile, script_args.reuse_output_dir)
     training_args.model_init_kwargs = model_kwargs(model_args)
 
+    # ----- held-out: accuracy and drift at the start, every heldout_eval_steps, the end -----
+    heldout = heldout_callbacks(training_args.output_dir, heldout_args, tokenizer, training_args.world_size)
+
     # ----- trainer -----
     trainer = recipe_trainer(with_logprobs(GRPOTrainer, script_args.logprobs))(
         model=model_args.model_name_or_path,
@@ -147,7 +156,8 @@ def main(script_args: ScriptArguments, training_args: GRPOConfig, model_args: Mo
         peft_config=get_peft_config(model_args),
         callbacks=run_callbacks(
             training_args.output_dir, script_args.measure_tensor_memory, script_args.stop_grace_seconds
-        ),
+        )
+        + heldout,
     )
     if trainer.is_world_process_zero():
         write_run_files(training_args.output_dir, script_args, training_args, model_args)
@@ -170,5 +180,5 @@ def main(script_args: ScriptArguments, training_args: GRPOConfig, model_args: Mo
 
 
 if __name__ == "__main__":
-    parser = TrlParser((ScriptArguments, GRPOConfig, ModelConfig))
+    parser = TrlParser((ScriptArguments, GRPOConfig, ModelConfig, HeldoutArguments))
     main(*parse_config(parser))

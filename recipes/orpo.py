@@ -16,6 +16,7 @@ from trl.experimental.orpo import ORPOConfig, ORPOTrainer
 from core.callbacks import run_callbacks
 from core.config import parse_config, source_of, stop_grace_field
 from core.data import load_data
+from core.heldout import HeldoutArguments, heldout_callbacks
 from core.logprob_trainers import check_logprobs, with_logprobs
 from core.models import check_model, load_tokenizer, model_kwargs
 from core.run_dir import resolve_run_dir, write_run_files
@@ -53,7 +54,12 @@ class ScriptArguments:
     )
 
 
-def main(script_args: ScriptArguments, training_args: ORPOConfig, model_args: ModelConfig):
+def main(
+    script_args: ScriptArguments,
+    training_args: ORPOConfig,
+    model_args: ModelConfig,
+    heldout_args: HeldoutArguments,
+):
     check_model(model_args, source_of("model_name_or_path"))
     check_logprobs(script_args.logprobs, "orpo", training_args)
     if not model_args.use_peft:
@@ -76,6 +82,9 @@ def main(script_args: ScriptArguments, training_args: ORPOConfig, model_args: Mo
     training_args.model_init_kwargs = model_kwargs(model_args)
     tokenizer = load_tokenizer(model_args)
 
+    # ----- held-out: accuracy and drift at the start, every heldout_eval_steps, the end -----
+    heldout = heldout_callbacks(training_args.output_dir, heldout_args, tokenizer, training_args.world_size)
+
     # ----- trainer -----
     trainer = recipe_trainer(with_logprobs(ORPOTrainer, script_args.logprobs))(
         model=model_args.model_name_or_path,
@@ -85,7 +94,8 @@ def main(script_args: ScriptArguments, training_args: ORPOConfig, model_args: Mo
         peft_config=get_peft_config(model_args),
         callbacks=run_callbacks(
             training_args.output_dir, script_args.measure_tensor_memory, script_args.stop_grace_seconds
-        ),
+        )
+        + heldout,
     )
     if trainer.is_world_process_zero():
         write_run_files(training_args.output_dir, script_args, training_args, model_args)
@@ -100,5 +110,5 @@ def main(script_args: ScriptArguments, training_args: ORPOConfig, model_args: Mo
 
 
 if __name__ == "__main__":
-    parser = TrlParser((ScriptArguments, ORPOConfig, ModelConfig))
+    parser = TrlParser((ScriptArguments, ORPOConfig, ModelConfig, HeldoutArguments))
     main(*parse_config(parser))

@@ -30,6 +30,7 @@ from core.data import (
 )
 from core.distributed import requested_zero_stage
 from core.errors import DataError
+from core.heldout import HeldoutArguments, heldout_callbacks
 from core.logprob_trainers import check_logprobs
 from core.models import check_model, load_model, load_tokenizer, prompt_room
 from core.ppo_loop import ChunkedPPOTrainer
@@ -86,7 +87,12 @@ class ScriptArguments:
     )
 
 
-def main(script_args: ScriptArguments, training_args: PPOConfig, model_args: ModelConfig):
+def main(
+    script_args: ScriptArguments,
+    training_args: PPOConfig,
+    model_args: ModelConfig,
+    heldout_args: HeldoutArguments,
+):
     # ----- pre-flight -----
     if not script_args.use_reward_model:
         try:
@@ -182,6 +188,9 @@ def main(script_args: ScriptArguments, training_args: PPOConfig, model_args: Mod
         for model in (policy.get_base_model(), value_model):
             model.activation_checkpointing_enable(training_args.activation_checkpointing_kwargs)
 
+    # ----- held-out: accuracy and drift at the start, every heldout_eval_steps, the end -----
+    heldout = heldout_callbacks(training_args.output_dir, heldout_args, tokenizer, training_args.world_size)
+
     # ----- trainer -----
     trainer = recipe_trainer(ChunkedPPOTrainer if script_args.logprobs == "chunked" else ResumablePPOTrainer)(
         args=training_args,
@@ -193,7 +202,8 @@ def main(script_args: ScriptArguments, training_args: PPOConfig, model_args: Mod
         train_dataset=train_dataset,
         callbacks=run_callbacks(
             training_args.output_dir, script_args.measure_tensor_memory, script_args.stop_grace_seconds
-        ),
+        )
+        + heldout,
         resume_from=resume,
     )
     if trainer.is_world_process_zero():
@@ -217,5 +227,5 @@ def main(script_args: ScriptArguments, training_args: PPOConfig, model_args: Mod
 
 
 if __name__ == "__main__":
-    parser = TrlParser((ScriptArguments, PPOConfig, ModelConfig))
+    parser = TrlParser((ScriptArguments, PPOConfig, ModelConfig, HeldoutArguments))
     main(*parse_config(parser))

@@ -41,7 +41,7 @@ from pathlib import Path
 
 from core.errors import one_line_errors
 from core.run_dir import library_versions
-from eval.tasks import TASKS, load_task_data
+from core.tasks import TASKS, load_task_data
 from studies.comparison.report import plot, write_markdown
 from studies.comparison.runs import (
     CHECKPOINTS,

@@ -12,8 +12,8 @@ from pathlib import Path
 import torch
 import yaml
 
+from core.tasks import TASKS, load_task_data
 from eval.run import correct_per_problem, evaluate_model, load_for_eval
-from eval.tasks import TASKS, load_task_data
 
 METHODS = ("grpo", "ppo", "dpo", "orpo")
 

@@ -8,7 +8,7 @@ import yaml
 
 from core.metrics import REWARD_KEYS, first_last, reward_curve
 from studies.comparison.runs import samples_per_step
-from studies.stats import over_seeds, paired_difference
+from core.stats import over_seeds, paired_difference
 
 CLIPPED_FLAG = 0.05  # a method whose held-out completions hit the length limit more often than this is flagged
 

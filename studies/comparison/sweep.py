@@ -4,7 +4,7 @@ test); writes sweep.json and sweep.png."""
 import json
 from pathlib import Path
 
-from eval.tasks import TASKS, load_task_data
+from core.tasks import TASKS, load_task_data
 from studies.comparison.runs import METHODS, PROFILES, evaluate, recipe_config, train_all
 
 

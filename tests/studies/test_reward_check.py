@@ -1,6 +1,6 @@
 import pytest
 
-from studies.stats import paired_difference
+from core.stats import paired_difference
 
 
 def test_paired_difference_by_hand():

@@ -1,6 +1,6 @@
 import pytest
 
-from eval.tasks import TASKS, load_task_data, score
+from core.tasks import TASKS, load_task_data, score
 from rewards.code import code_test_columns, program_for
 from tests.conftest import FIXTURES
 
