@@ -159,6 +159,13 @@ class HeldoutEval(TrainerCallback):
         self.rows = load_task_data(task, args.heldout_data, args.heldout_limit)
         self.max_new_tokens = args.heldout_max_new_tokens or task.max_new_tokens
         self.eval_steps, self.done = args.heldout_eval_steps, set()
+        self.settings = {
+            "task": task.name,
+            "data": args.heldout_data,
+            "n": len(self.rows),
+            "max_new_tokens": self.max_new_tokens,
+            "eval_steps": self.eval_steps,
+        }
 
     def evaluate(self, model, step: int) -> dict:
         model = policy_of(model)
@@ -177,6 +184,7 @@ class HeldoutEval(TrainerCallback):
         folder = self.out / "heldout"
         with writing("held-out records", folder):
             folder.mkdir(parents=True, exist_ok=True)
+        write_text_whole(folder / "settings.json", json.dumps(self.settings, indent=2) + "\n")
         write_text_whole(
             folder / f"step-{step}.jsonl",
             "".join(
@@ -204,11 +212,14 @@ class HeldoutEval(TrainerCallback):
         self._maybe(state, model)
 
 
-def heldout_callbacks(output_dir: str, args: HeldoutArguments, tokenizer, num_processes: int) -> list:
+def heldout_callbacks(output_dir: str, args: HeldoutArguments, tokenizer) -> list:
     """[HeldoutEval] when a held-out task is set and the run is one process (under several, generation would need
     every rank: `make audit` measures such a run afterwards)."""
     if not args.heldout_task or args.heldout_limit <= 0:
         return []
+    from accelerate import PartialState
+
+    num_processes = PartialState().num_processes
     if num_processes > 1:
         print(
             f"notice: held-out evaluation runs in one process only; this run has {num_processes}, so it is skipped "

@@ -19,10 +19,13 @@ from core.metrics import is_number, read_metrics
 
 EACH_REWARD = ["rewards/<name>/mean"]  # a panel of every reward a run logged, beside the weighted total
 # (title, candidate keys in the order the trainers name them)
+HELDOUT = "heldout/accuracy"  # drawn on the training signal's panel: did the reward's rise carry to held-out?
 PANELS = [
-    ("training signal", ["reward", "objective/scores", "rewards/margins"]),
+    ("training signal and held-out accuracy", ["reward", "objective/scores", "rewards/margins"]),
     ("each reward (batch mean)", EACH_REWARD),
     ("KL to the reference", ["kl", "objective/kl"]),
+    ("held-out drift: KL from the start (nats/token)", ["heldout/kl"]),
+    ("held-out token entropy (nats)", ["heldout/entropy"]),
     ("completion length (tokens)", ["completions/mean_length"]),
     ("clipped share (cut at max length)", ["completions/clipped_ratio"]),
     ("learning rate", ["learning_rate", "lr"]),
@@ -59,6 +62,8 @@ def plot_runs(runs: list[Path], out: Path) -> Path | None:
                 )
             else:
                 found = [next((k for k in keys if any(k in row for row in rows)), None)]
+                if title == PANELS[0][0]:
+                    found.append(HELDOUT)
             for key in filter(None, found):
                 curves.append((run, key, [(row["step"], row[key]) for row in rows if is_number(row.get(key))]))
             curves = [curve for curve in curves if curve[2]]  # a key logged only as None, NaN or text: no line

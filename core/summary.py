@@ -11,6 +11,8 @@ from core.distributed import describe, engine_record
 from core.metrics import REWARD_KEYS, first_last, is_number, numbers_of, read_metrics
 from core.plots import plot_runs
 from core.storage import write_text_whole, writing
+from core.verdict import describe as describe_verdict
+from core.verdict import verdict
 
 # When the recipe's imports were done: wall_seconds in the summary counts from here.
 PROCESS_START = time.time()
@@ -35,9 +37,17 @@ def eval_task_for(profile: str, reward_names=()) -> str:
     return "mbpp" if "code_tests" in reward_names or "code" in profile else "gsm8k"
 
 
-def eval_command(model_name: str, out: Path, profile: str, method: str, script_args=None, weights=None) -> str:
+def eval_command(
+    model_name: str, out: Path, profile: str, method: str, script_args=None, weights=None, heldout=None, four_bit=False
+) -> str:
     """`make eval` for what the run trained on: the profile's built-in task when the run trained on the profile's
-    own data with the task's verifier among shipped rewards; otherwise the run's own data, prompt and rewards."""
+    own data with the task's verifier among shipped rewards; otherwise the run's own data, prompt and rewards.
+    After a held-out evaluation during training (`heldout`: its settings), the same problems and the same 4-bit
+    base, so that it gives the run's own held-out number."""
+    if heldout:
+        flags = " ARGS=--load_in_4bit" if four_bit else ""
+        data = f" DATA={shlex.quote(heldout['data'])}" if heldout.get("data") else ""
+        return f"make eval MODEL={model_name} ADAPTER={out} TASK={heldout['task']}{data} LIMIT={heldout['n']}{flags}"
     names = list(getattr(script_args, "reward_funcs", None) or [])
     task = eval_task_for(profile, names)
     base = f"make eval MODEL={model_name} ADAPTER={out}"
@@ -113,6 +123,10 @@ def finish_run(
     first, last = first_last(curve)
     per_reward = reward_curves(rows)
     reasons = no_signal(rows, method)
+    judged = verdict(out, rows, method, key)
+    heldout_path = out / "heldout" / "settings.json"
+    heldout = json.loads(heldout_path.read_text()) if heldout_path.is_file() else None
+    four_bit = bool(getattr(getattr(trainer.model, "policy", trainer.model), "is_loaded_in_4bit", False))
     with writing("metrics.png", out):
         plot = plot_runs([out], out / "metrics.png")
     summary = {
@@ -125,12 +139,16 @@ def finish_run(
         "signal_last": last,
         "rewards": {name: {"first": f, "last": la} for name, (f, la) in per_reward.items()},
         "no_signal": {"flag": bool(reasons), "reasons": reasons},
+        "verdict": judged | {"settings": heldout},
         "peak_memory_mb": cost.get("peak_memory_mb"),
         "memory_measure": cost.get("measure"),
         "distributed": engine,
         "adapter": str(out),
         "plot": str(plot) if plot else None,
-        "next": [eval_command(model_name, out, profile, method, script_args, reward_weights), f"make plot RUN={out}"],
+        "next": [
+            eval_command(model_name, out, profile, method, script_args, reward_weights, heldout, four_bit),
+            f"make plot RUN={out}",
+        ],
     }
     write_text_whole(out / "summary.json", json.dumps(summary, indent=2) + "\n")
     signal = (
@@ -150,12 +168,15 @@ def finish_run(
         if reasons
         else ""
     )
+    judgement = describe_verdict(judged, heldout and heldout["task"])
     print(
         f"\n{method.upper()} finished: {summary['steps']} steps in {summary['wall_seconds']:.0f} s "
         f"({summary['train_seconds'] or 0:.0f} s training)\n"
-        f"  {signal}\n{warning}  peak memory {memory}\n  engine   {describe(summary['distributed'])}\n"
+        f"  {signal}\n{judgement}{warning}  peak memory {memory}\n"
+        f"  engine   {describe(summary['distributed'])}\n"
         f"  adapter  {out}\n"
         + (f"  plot     {plot}\n" if plot else "")
-        + f"next:\n  {summary['next'][0]}   # held-out accuracy\n  {summary['next'][1]}   # redraw the plot\n"
+        + f"next:\n  {summary['next'][0]}   # held-out accuracy{' (the same problems)' if heldout else ''}\n"
+        + f"  {summary['next'][1]}   # redraw the plot\n"
     )
     return summary

@@ -82,7 +82,7 @@ def main(
     tokenizer = load_tokenizer(model_args)
 
     # ----- held-out: accuracy and drift at the start, every heldout_eval_steps, the end -----
-    heldout = heldout_callbacks(training_args.output_dir, heldout_args, tokenizer, training_args.world_size)
+    heldout = heldout_callbacks(training_args.output_dir, heldout_args, tokenizer)
 
     # ----- trainer -----
     trainer = recipe_trainer(with_logprobs(DPOTrainer, script_args.logprobs))(

@@ -189,7 +189,7 @@ def main(
             model.activation_checkpointing_enable(training_args.activation_checkpointing_kwargs)
 
     # ----- held-out: accuracy and drift at the start, every heldout_eval_steps, the end -----
-    heldout = heldout_callbacks(training_args.output_dir, heldout_args, tokenizer, training_args.world_size)
+    heldout = heldout_callbacks(training_args.output_dir, heldout_args, tokenizer)
 
     # ----- trainer -----
     trainer = recipe_trainer(ChunkedPPOTrainer if script_args.logprobs == "chunked" else ResumablePPOTrainer)(

@@ -1,0 +1,164 @@
+"""The run's verdict, from its metrics.jsonl and held-out records: held-out accuracy before -> after (paired, the
+same problems), the training signal as a least-squares trend with its interval (not two noisy points), the drift
+from the start, and the checks: each a named warning with its evidence and likely fix, silent where it does not
+apply. The thresholds and why: docs/recipes.md ("Did training really improve?")."""
+
+import json
+from pathlib import Path
+
+from core.metrics import is_number
+from core.stats import paired_difference, t95
+
+# Completions' mean length changed by more than this share of its start, or more than CLIPPED of them hit the budget.
+LENGTH_CHANGE = 0.5
+CLIPPED = 0.05
+# Mean per-token KL from the start model, in nats: the shipped tiny runs stay below 0.01; 0.1 per token is ~50 nats
+# over a 500-token completion, far past where RLHF practice (InstructGPT's KL penalty) holds a policy.
+KL_LIMIT = 0.1
+# Entropy below this share of its start: the policy's outputs are converging to one answer.
+ENTROPY_FLOOR = 0.25
+# Methods whose training signal is a task reward (DPO and ORPO log an implicit pair margin).
+TASK_REWARD_METHODS = {"grpo", "ppo"}
+
+
+def trend(curve: list[tuple[int, float]]) -> dict | None:
+    """Least-squares change of the signal over the logged steps, with its 95% interval (t, n - 2 df).
+
+    >>> t = trend([(1, 0.1), (2, 0.2), (3, 0.29), (4, 0.41)])
+    >>> round(t["change"], 3), t["n"], t["ci95"][0] > 0
+    (0.306, 4, True)
+    """
+    n = len(curve)
+    if n < 3:
+        return None
+    xs, ys = [float(s) for s, _ in curve], [float(v) for _, v in curve]
+    mx, my = sum(xs) / n, sum(ys) / n
+    sxx = sum((x - mx) ** 2 for x in xs)
+    if sxx == 0:
+        return None
+    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx
+    residual = sum((y - my - slope * (x - mx)) ** 2 for x, y in zip(xs, ys, strict=True))
+    stderr = (residual / (n - 2) / sxx) ** 0.5
+    span = xs[-1] - xs[0]
+    half = t95(n - 2) * stderr * span
+    return {"change": slope * span, "ci95": [slope * span - half, slope * span + half], "n": n}
+
+
+def _records(out: Path, step: int) -> dict[int, float]:
+    path = out / "heldout" / f"step-{step}.jsonl"
+    if not path.is_file():
+        return {}
+    return {row["index"]: row["score"] for row in map(json.loads, path.read_text().splitlines())}
+
+
+def verdict(out: Path, rows: list[dict], method: str, signal_key: str) -> dict:
+    """{heldout, trend, drift, checks} of a run folder (heldout None without held-out evaluations)."""
+    curve = [(row["step"], row[signal_key]) for row in rows if is_number(row.get(signal_key))]
+    signal = trend(curve)
+    evals = [row for row in rows if is_number(row.get("heldout/accuracy"))]
+    result = {"trend": signal and {"key": signal_key, **signal}, "heldout": None, "drift": None, "checks": []}
+    if not evals:
+        return result
+    first, last = evals[0], evals[-1]
+    before, after = _records(out, first["step"]), _records(out, last["step"])
+    shared = sorted(set(before) & set(after))
+    paired = paired_difference([before[i] for i in shared], [after[i] for i in shared]) if shared else None
+    result["heldout"] = {
+        "steps": [first["step"], last["step"]],
+        "before": first["heldout/accuracy"],
+        "after": last["heldout/accuracy"],
+        "n": len(shared),
+        "paired": paired,
+        "curve": [[row["step"], row["heldout/accuracy"]] for row in evals],
+    }
+    drift = {
+        key: [first.get(f"heldout/{key}"), last.get(f"heldout/{key}")] for key in ("length", "clipped", "entropy")
+    }
+    drift["kl"] = last.get("heldout/kl")
+    result["drift"] = drift
+    result["checks"] = checks(method, signal, paired, drift, len(evals) > 1 and last["step"] > first["step"])
+    return result
+
+
+def checks(method: str, signal: dict | None, paired: dict | None, drift: dict, trained: bool) -> list[dict]:
+    found = []
+    if not trained:
+        return found
+    held_out = (
+        f"held-out accuracy {paired['mean']:+.1%} [{paired['ci95'][0]:+.1%}, {paired['ci95'][1]:+.1%}]"
+        if paired
+        else "held-out accuracy not compared"
+    )
+    if method in TASK_REWARD_METHODS and signal and signal["ci95"][0] > 0 and paired and paired["ci95"][0] <= 0:
+        found.append(
+            {
+                "name": "reward hacking",
+                "evidence": f"the training reward rose {signal['change']:+.3f} [{signal['ci95'][0]:+.3f}, "
+                f"{signal['ci95'][1]:+.3f}] while {held_out}",
+                "fix": "the reward pays for something other than the task: score real output with make score, "
+                "then fix or reweight the reward (or add math_accuracy / code_tests to it)",
+            }
+        )
+    (length_start, length_end), (_, clipped_end) = drift["length"], drift["clipped"]
+    if length_start and length_end is not None:
+        change = length_end / length_start - 1
+        if abs(change) > LENGTH_CHANGE or (clipped_end or 0) > CLIPPED:
+            found.append(
+                {
+                    "name": "length drift",
+                    "evidence": f"held-out completions {length_start:.0f} -> {length_end:.0f} tokens ({change:+.0%}), "
+                    f"{clipped_end:.0%} cut at the budget, while {held_out}",
+                    "fix": "a length-sensitive reward or loss (length, cosine_length, DPO's length bias): weigh it "
+                    "down, or use a length-normalised loss (loss_type dr_grpo); raise the budget if answers are cut",
+                }
+            )
+    kl = drift["kl"]
+    if kl is not None and kl > KL_LIMIT:
+        found.append(
+            {
+                "name": "drift from the start",
+                "evidence": f"mean per-token KL from the start model {kl:.3f} nats (limit {KL_LIMIT}), {held_out}",
+                "fix": "lower the learning rate, or hold the policy near its start with beta > 0 (GRPO) / "
+                "kl_coef (PPO)",
+            }
+        )
+    entropy_start, entropy_end = drift["entropy"]
+    if entropy_start and entropy_end is not None and entropy_end < ENTROPY_FLOOR * entropy_start:
+        found.append(
+            {
+                "name": "entropy collapse",
+                "evidence": f"token entropy {entropy_start:.3f} -> {entropy_end:.3f} nats (below {ENTROPY_FLOOR:.0%} "
+                f"of its start), {held_out}",
+                "fix": "outputs are converging to one answer: raise the sampling temperature, lower the learning "
+                "rate, or add a KL term (beta > 0)",
+            }
+        )
+    return found
+
+
+def describe(result: dict, task: str | None) -> str:
+    """The verdict's lines for the printed summary (empty without held-out evaluations and trend)."""
+    lines = []
+    held = result["heldout"]
+    if held:
+        paired = held["paired"]
+        difference = f" ({paired['mean']:+.1%} [{paired['ci95'][0]:+.1%}, {paired['ci95'][1]:+.1%}], paired)"
+        lines.append(
+            f"held-out {task}, {held['n']} problems, greedy: {held['before']:.1%} -> {held['after']:.1%}"
+            + (difference if paired else "")
+            + f" (steps {held['steps'][0]} -> {held['steps'][1]})"
+        )
+        drift = result["drift"]
+        lines.append(
+            f"drift     KL from the start {drift['kl']:.3f} nats/token; entropy {drift['entropy'][0]:.3f} -> "
+            f"{drift['entropy'][1]:.3f}; length {drift['length'][0]:.1f} -> {drift['length'][1]:.1f} tokens; "
+            f"clipped {drift['clipped'][0]:.0%} -> {drift['clipped'][1]:.0%}"
+        )
+    signal = result["trend"]
+    if signal:
+        lines.append(
+            f"trend     {signal['key']} {signal['change']:+.3f} over the run [{signal['ci95'][0]:+.3f}, "
+            f"{signal['ci95'][1]:+.3f}] (least-squares over {signal['n']} logged steps)"
+        )
+    lines += [f"warning: {c['name']}: {c['evidence']}; {c['fix']}" for c in result["checks"]]
+    return "".join(f"  {line}\n" for line in lines)
