@@ -13,10 +13,14 @@ import torch
 from tests.conftest import REPO_ROOT
 
 
-def run_recipe(module, config: str, *overrides: str):
-    """Parses exactly as the CLI does (TrlParser, YAML + overrides) and runs main() in this process."""
+def run_recipe(module, config: str, *overrides: str, heldout: bool = False):
+    """Parses exactly as the CLI does (TrlParser, YAML + overrides) and runs main() in this process. Held-out
+    evaluation during training (on in the tiny configs, ~7 s a run) is off unless `heldout` or an override names it:
+    the tests that ask for it cover it (each method's two-step test, tests/recipes/test_heldout.py)."""
     from core.config import parse_config
 
+    if not heldout and not any(o.startswith("--heldout") for o in overrides):
+        overrides = (*overrides, "--heldout_limit", "0")
     argv = sys.argv
     sys.argv = [module.__name__, "--config", str(REPO_ROOT / config), *overrides]
     try:
@@ -108,8 +112,9 @@ def lora_weights_changed(run_dir: Path) -> bool:
     return any("lora_B" in k and torch.count_nonzero(v) > 0 for k, v in weights.items())
 
 
-def assert_run_summary(run_dir: Path, method: str, printed: str, steps: int = 2) -> dict:
-    """The end-of-run summary: printed, and in summary.json with the values metrics.jsonl and cost.json hold."""
+def assert_run_summary(run_dir: Path, method: str, printed: str, steps: int = 2, heldout: bool = False) -> dict:
+    """The end-of-run summary: printed, and in summary.json with the values metrics.jsonl and cost.json hold; with
+    `heldout`, the verdict's block too (held-out before -> after at steps 0 and the last, drift)."""
     from core.metrics import REWARD_KEYS, first_last, reward_curve
 
     summary = json.loads((run_dir / "summary.json").read_text())
@@ -124,4 +129,27 @@ def assert_run_summary(run_dir: Path, method: str, printed: str, steps: int = 2)
     assert f"{REWARD_KEYS[method]} {first:.3f} -> {last:.3f}" in printed
     assert "make eval MODEL=" in printed and f"ADAPTER={run_dir}" in printed and f"make plot RUN={run_dir}" in printed
     assert "[rank" not in printed  # a single process has no rank line
+    if heldout:
+        assert_heldout_block(run_dir, printed, steps)
     return summary
+
+
+def assert_heldout_block(run_dir: Path, printed: str, steps: int) -> dict:
+    settings = json.loads((run_dir / "heldout" / "settings.json").read_text())
+    held = json.loads((run_dir / "summary.json").read_text())["verdict"]["heldout"]
+    rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    evaluations = [row for row in rows if "heldout/accuracy" in row]
+    assert [row["step"] for row in evaluations] == [0, steps] and held["steps"] == [0, steps]
+    assert (held["before"], held["after"]) == (evaluations[0]["heldout/accuracy"], evaluations[-1]["heldout/accuracy"])
+    assert held["n"] == settings["n"] > 0
+    for step in (0, steps):
+        scores = [
+            json.loads(line)["score"] for line in (run_dir / "heldout" / f"step-{step}.jsonl").read_text().splitlines()
+        ]
+        assert len(scores) == settings["n"] and all(s in (0.0, 1.0) for s in scores)
+    assert (
+        f"held-out {settings['task']}, {settings['n']} problems, greedy: {held['before']:.1%} -> {held['after']:.1%}"
+        in printed
+    )
+    assert "  drift     KL from the start " in printed and f"LIMIT={settings['n']}" in printed
+    return held

@@ -23,9 +23,10 @@ def test_two_steps_in_4bit_with_the_adapterless_base_as_reference(tiny_world, ti
         "1",
         "--output_dir",
         str(out),
+        heldout=True,
     )
     assert count_4bit(trainer.model) == 4 * 7
     assert trainer.ref_model is None  # the reference is the base with the adapter disabled, not a second copy
     assert metrics_steps(out) == [1, 2]
-    assert_run_summary(out, "dpo", capsys.readouterr().out)
+    assert_run_summary(out, "dpo", capsys.readouterr().out, heldout=True)
     assert_adapter_loads_and_generates(out, tiny_world / "model")

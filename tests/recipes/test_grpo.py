@@ -20,11 +20,13 @@ CONFIG = "recipes/configs/tiny/grpo.yaml"
 
 def test_two_steps_in_4bit_save_an_adapter_that_generates(tiny_world, tmp_path, capsys):
     out = tmp_path / "run"
-    trainer = run_recipe(grpo, CONFIG, "--max_steps", "2", "--logging_steps", "1", "--output_dir", str(out))
+    trainer = run_recipe(
+        grpo, CONFIG, "--max_steps", "2", "--logging_steps", "1", "--output_dir", str(out), heldout=True
+    )
     assert count_4bit(trainer.model) == 4 * 7
     assert trainer.state.global_step == 2
     assert metrics_steps(out) == [1, 2]
-    assert_run_summary(out, "grpo", capsys.readouterr().out)
+    assert_run_summary(out, "grpo", capsys.readouterr().out, heldout=True)
     for name in ("adapter_model.safetensors", "adapter_config.json", "tokenizer.json", "config.yaml", "versions.json"):
         assert (out / name).exists(), name
     versions = json.loads((out / "versions.json").read_text())

@@ -23,11 +23,12 @@ def test_two_steps_in_4bit_without_a_reference(tiny_world, tiny_pairs, tmp_path,
         "1",
         "--output_dir",
         str(out),
+        heldout=True,
     )
     assert count_4bit(trainer.model) == 4 * 7
     assert getattr(trainer, "ref_model", None) is None
     assert metrics_steps(out) == [1, 2]
-    assert_run_summary(out, "orpo", capsys.readouterr().out)
+    assert_run_summary(out, "orpo", capsys.readouterr().out, heldout=True)
     assert_adapter_loads_and_generates(out, tiny_world / "model")
 
 

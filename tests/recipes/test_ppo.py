@@ -51,14 +51,16 @@ def test_reward_adapter_puts_the_function_score_where_trl_reads_it(tiny_world):
 
 def test_two_steps_with_a_rule_based_reward_and_a_4bit_critic(tiny_world, tmp_path, capsys):
     out = tmp_path / "run"
-    trainer = run_recipe(ppo, CONFIG, "--max_steps", "2", "--logging_steps", "1", "--output_dir", str(out))
+    trainer = run_recipe(
+        ppo, CONFIG, "--max_steps", "2", "--logging_steps", "1", "--output_dir", str(out), heldout=True
+    )
     wrapper = trainer.accelerator.unwrap_model(trainer.model)
     assert count_4bit(wrapper.policy) == 4 * 7 and count_4bit(wrapper.value_model) == 4 * 7  # same-size critic
     assert isinstance(trainer.reward_model, ppo.RewardFunctionModel)
     critic_trainable = {n for n, p in wrapper.value_model.named_parameters() if p.requires_grad}
     assert any("lora_" in n for n in critic_trainable) and any("score" in n for n in critic_trainable)
     assert metrics_steps(out) == [1, 2]
-    assert_run_summary(out, "ppo", capsys.readouterr().out)
+    assert_run_summary(out, "ppo", capsys.readouterr().out, heldout=True)
     rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     assert all(0.0 <= row["objective/scores"] <= 1.0 for row in rows if "objective/scores" in row)
     # PPO logs only the weighted total; the recipe logs each reward's own mean beside it (one reward: the same)

@@ -1,0 +1,82 @@
+"""The run's verdict from a run folder's records: the paired before -> after, the trend and its interval, and each
+check firing on its own evidence and staying silent otherwise (the thresholds of core/verdict.py)."""
+
+import json
+
+import pytest
+
+from core.verdict import CLIPPED, ENTROPY_FLOOR, KL_LIMIT, LENGTH_CHANGE, checks, describe, trend, verdict
+
+QUIET = {"length": [50.0, 52.0], "clipped": [0.0, 0.0], "entropy": [0.03, 0.03], "kl": 0.01}
+RISING = {"change": 0.3, "ci95": [0.1, 0.5], "n": 8}
+FLAT = {"change": 0.0, "ci95": [-0.1, 0.1], "n": 8}
+UP = {"mean": 0.15, "ci95": [0.07, 0.23]}
+NOT_UP = {"mean": -0.02, "ci95": [-0.08, 0.04]}
+
+
+def names(found) -> list[str]:
+    return [check["name"] for check in found]
+
+
+def test_trend_interval_separates_a_rise_from_noise():
+    rising = trend([(s, 0.5 + 0.01 * s + (0.01 if s % 2 else -0.01)) for s in range(5, 45, 5)])
+    assert rising["ci95"][0] > 0 and rising["change"] == pytest.approx(0.35, abs=0.02)
+    noisy = trend([(s, 0.6 + (0.1 if s % 10 else -0.1)) for s in range(5, 45, 5)])
+    assert noisy["ci95"][0] < 0 < noisy["ci95"][1]
+    assert trend([(1, 0.5), (2, 0.6)]) is None  # two points give no interval
+
+
+@pytest.mark.parametrize(
+    ("method", "signal", "paired", "drift", "fired"),
+    [
+        ("grpo", RISING, UP, QUIET, []),  # the reward rose and held-out rose with it: a run that learned
+        ("grpo", FLAT, NOT_UP, QUIET, []),
+        ("grpo", RISING, NOT_UP, QUIET, ["reward hacking"]),
+        ("ppo", RISING, NOT_UP, QUIET, ["reward hacking"]),
+        ("dpo", RISING, NOT_UP, QUIET, []),  # DPO's signal is a pair margin, not a task reward
+        ("grpo", FLAT, UP, QUIET | {"length": [50.0, 50.0 * (1 + LENGTH_CHANGE) + 1]}, ["length drift"]),
+        ("grpo", FLAT, UP, QUIET | {"length": [50.0, 50.0 * (1 - LENGTH_CHANGE) - 1]}, ["length drift"]),
+        ("grpo", FLAT, UP, QUIET | {"clipped": [0.0, CLIPPED + 0.01]}, ["length drift"]),
+        ("grpo", FLAT, UP, QUIET | {"kl": KL_LIMIT * 1.5}, ["drift from the start"]),
+        ("grpo", FLAT, UP, QUIET | {"entropy": [0.03, 0.03 * ENTROPY_FLOOR * 0.9]}, ["entropy collapse"]),
+        ("grpo", FLAT, UP, QUIET | {"entropy": [0.03, 0.03 * ENTROPY_FLOOR * 1.1]}, []),
+    ],
+)
+def test_each_check_fires_on_its_evidence_only(method, signal, paired, drift, fired):
+    found = checks(method, signal, paired, drift, trained=True)
+    assert names(found) == fired
+    assert all(check["evidence"] and check["fix"] for check in found)
+
+
+def write_run(out, before: list[float], after: list[float], steps=(0, 40), rewards=(0.5, 0.6, 0.7, 0.8)):
+    (out / "heldout").mkdir(parents=True)
+    rows = [{"step": 10 * (i + 1), "reward": r} for i, r in enumerate(rewards)]
+    for step, scores in zip(steps, (before, after), strict=True):
+        (out / "heldout" / f"step-{step}.jsonl").write_text(
+            "".join(json.dumps({"index": i, "score": s}) + "\n" for i, s in enumerate(scores))
+        )
+        rows.append(
+            {"step": step, "heldout/accuracy": sum(scores) / len(scores), **{f"heldout/{k}": 0.0 for k in ("kl",)}}
+            | {"heldout/length": 50.0, "heldout/clipped": 0.0, "heldout/entropy": 0.03}
+        )
+    return rows
+
+
+def test_verdict_pairs_the_same_problems_and_flags_a_rise_that_did_not_carry(tmp_path):
+    before = [1.0, 0.0, 1.0, 0.0] * 25
+    after = [1.0, 0.0, 0.0, 0.0] * 25  # held-out fell while the reward rose
+    result = verdict(tmp_path, write_run(tmp_path, before, after), "grpo", "reward")
+    held = result["heldout"]
+    assert (held["before"], held["after"], held["n"]) == (0.5, 0.25, 100)
+    assert held["paired"]["mean"] == pytest.approx(-0.25) and held["paired"]["ci95"][1] < 0
+    assert names(result["checks"]) == ["reward hacking"]
+    text = describe(result, "tiny")
+    assert "held-out tiny, 100 problems, greedy: 50.0% -> 25.0% (-25.0% [" in text
+    assert "warning: reward hacking: the training reward rose +0.300" in text
+
+
+def test_no_heldout_no_verdict_block_but_the_trend(tmp_path):
+    rows = [{"step": s, "reward": 0.5} for s in (5, 10, 15)]
+    result = verdict(tmp_path, rows, "grpo", "reward")
+    assert result["heldout"] is None and result["checks"] == []
+    assert describe(result, None).startswith("  trend     reward +0.000 over the run")

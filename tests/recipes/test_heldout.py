@@ -1,0 +1,79 @@
+"""Held-out accuracy during training, on real runs of the tiny GRPO recipe: the shipped config's before -> after
+equals `make eval` on the start model and the adapter (same problems, same 4-bit base), no check fires on it, held-out
+evaluation leaves training byte-identical, and a proxy reward the tiny model satisfies without answering correctly is
+named reward hacking with its evidence."""
+
+import hashlib
+import json
+
+import pytest
+
+import recipes.grpo as grpo
+from eval.run import main as eval_main
+from tests.recipes.helpers import assert_heldout_block, run_recipe
+
+CONFIG = "recipes/configs/tiny/grpo.yaml"
+PROXY = '''
+import re
+
+
+def even_answer(completions, **kwargs):
+    """1.0 when the completion's last number is even: a proxy that says nothing about being right."""
+    scores = []
+    for completion in completions:
+        text = completion if isinstance(completion, str) else completion[-1]["content"]
+        numbers = re.findall(r"\\d+", text)
+        scores.append(1.0 if numbers and int(numbers[-1]) % 2 == 0 else 0.0)
+    return scores
+'''
+
+
+def eval_accuracy(tmp_path, name: str, *args: str) -> float:
+    out = tmp_path / name
+    eval_main(["--model", "artifacts/tiny/model", "--task", "tiny", *args, "--out", str(out)])
+    return json.loads((out / "results.json").read_text())["accuracy"]
+
+
+@pytest.mark.slow
+def test_the_shipped_run_s_before_and_after_equal_make_eval_and_no_check_fires(tiny_world, tmp_path, capsys):
+    out = tmp_path / "run"
+    run_recipe(grpo, CONFIG, "--output_dir", str(out), heldout=True)
+    printed = capsys.readouterr().out
+    held = assert_heldout_block(out, printed, 40)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["verdict"]["checks"] == [] and "warning:" not in printed
+    limit = str(held["n"])
+    assert eval_accuracy(tmp_path, "base", "--limit", limit, "--load_in_4bit") == held["before"]
+    assert (
+        eval_accuracy(tmp_path, "adapter", "--adapter", str(out), "--limit", limit, "--load_in_4bit") == held["after"]
+    )
+    assert held["after"] > held["before"]  # the shipped run learns, and the verdict can see it
+    assert f"make eval MODEL=artifacts/tiny/model ADAPTER={out} TASK=tiny LIMIT={limit} ARGS=--load_in_4bit" in printed
+
+
+@pytest.mark.slow
+def test_held_out_evaluation_leaves_training_byte_identical(tiny_world, tmp_path):
+    digests = []
+    for name, heldout in (("on", ["--heldout_limit", "20"]), ("off", ["--heldout_limit", "0"])):
+        out = tmp_path / name
+        run_recipe(grpo, CONFIG, "--max_steps", "3", "--heldout_eval_steps", "1", "--output_dir", str(out), *heldout)
+        digests.append(hashlib.sha256((out / "adapter_model.safetensors").read_bytes()).hexdigest())
+    assert (tmp_path / "on" / "heldout" / "step-2.jsonl").is_file()  # evaluated between steps, not only at the ends
+    assert digests[0] == digests[1]
+
+
+@pytest.mark.slow
+def test_a_proxy_reward_that_rises_while_held_out_falls_is_named_reward_hacking(
+    tiny_world, tmp_path, capsys, monkeypatch
+):
+    (tmp_path / "proxy_rewards.py").write_text(PROXY)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    out = tmp_path / "run"
+    run_recipe(grpo, CONFIG, "--reward_funcs", "proxy_rewards.even_answer", "--output_dir", str(out), heldout=True)
+    printed = capsys.readouterr().out
+    verdict = json.loads((out / "summary.json").read_text())["verdict"]
+    assert verdict["trend"]["ci95"][0] > 0  # the proxy reward rose beyond its noise
+    assert verdict["heldout"]["paired"]["ci95"][1] < 0  # while held-out accuracy fell
+    assert "reward hacking" in [check["name"] for check in verdict["checks"]]
+    assert "  warning: reward hacking: the training reward rose +" in printed
+    assert "while held-out accuracy -" in printed
