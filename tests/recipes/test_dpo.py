@@ -23,7 +23,8 @@ def test_two_steps_in_4bit_with_the_adapterless_base_as_reference(tiny_world, ti
         "1",
         "--output_dir",
         str(out),
-        heldout=True,
+        "--heldout_limit",
+        "20",
     )
     assert count_4bit(trainer.model) == 4 * 7
     assert trainer.ref_model is None  # the reference is the base with the adapter disabled, not a second copy

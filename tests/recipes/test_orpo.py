@@ -23,7 +23,8 @@ def test_two_steps_in_4bit_without_a_reference(tiny_world, tiny_pairs, tmp_path,
         "1",
         "--output_dir",
         str(out),
-        heldout=True,
+        "--heldout_limit",
+        "20",
     )
     assert count_4bit(trainer.model) == 4 * 7
     assert getattr(trainer, "ref_model", None) is None

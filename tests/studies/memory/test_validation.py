@@ -13,6 +13,8 @@ from studies.memory.tables import time_table, validation_table
 from studies.memory.validation import METHODS, PUBLISHED, estimated_parts, record_architecture
 from tests.conftest import REPO_ROOT
 
+FULL_PATH = ("grpo", "dpo")
+
 
 def bench(out, *args) -> list[dict]:
     result = subprocess.run(
@@ -29,11 +31,15 @@ def bench(out, *args) -> list[dict]:
 
 @pytest.mark.slow
 def test_estimator_stays_within_25_percent_of_the_measured_peak_at_qwen_vocabulary(tmp_path):
-    """Real 2-step runs at Qwen2.5's vocabulary: TRL's path with checkpointing, the chunked one with and without."""
-    records = bench(tmp_path / "full", "--logprobs", "full", "--checkpointing", "on")
+    """Real 2-step runs at Qwen2.5's vocabulary: the chunked path (the 7B configs') with and without checkpointing
+    for every method; TRL's full-logits path with checkpointing for GRPO (generation + scoring) and DPO (pairs + a
+    reference), the two shapes of the logits' cost (make bench-memory runs all four)."""
+    records = bench(tmp_path / "full", "--logprobs", "full", "--checkpointing", "on", "--methods", *FULL_PATH)
     records += bench(tmp_path / "chunked", "--logprobs", "chunked")
     runs = sorted((r["method"], r["logprobs"], r["settings"]["gradient_checkpointing"]) for r in records)
-    assert runs == sorted([(m, "full", True) for m in METHODS] + [(m, "chunked", c) for m in METHODS for c in (1, 0)])
+    assert runs == sorted(
+        [(m, "full", True) for m in FULL_PATH] + [(m, "chunked", c) for m in METHODS for c in (1, 0)]
+    )
     for r in records:
         label = f"{r['method']} {r['logprobs']} checkpointing={r['settings']['gradient_checkpointing']}"
         assert r["vocab_size"] == 152_064 and r["settings"]["logprobs"] == r["logprobs"], label
@@ -46,6 +52,7 @@ def test_estimator_stays_within_25_percent_of_the_measured_peak_at_qwen_vocabula
     for method in METHODS:
         # checkpointing is on in the 7B configs because it saves memory: it must, measurably
         assert by[method, "chunked", True] < by[method, "chunked", False], method
+    for method in FULL_PATH:
         # and the chunked path is there because the logits dominate at this vocabulary: it must save most of them
         assert by[method, "chunked", True] < 0.7 * by[method, "full", True], method
 
