@@ -42,12 +42,8 @@ def eval_command(
 ) -> str:
     """`make eval` for what the run trained on: the profile's built-in task when the run trained on the profile's
     own data with the task's verifier among shipped rewards; otherwise the run's own data, prompt and rewards.
-    After a held-out evaluation during training (`heldout`: its settings), the same problems and the same 4-bit
-    base, so that it gives the run's own held-out number."""
-    if heldout:
-        flags = " ARGS=--load_in_4bit" if four_bit else ""
-        data = f" DATA={shlex.quote(heldout['data'])}" if heldout.get("data") else ""
-        return f"make eval MODEL={model_name} ADAPTER={out} TASK={heldout['task']}{data} LIMIT={heldout['n']}{flags}"
+    After a held-out evaluation of that task during training (`heldout`: its settings), the same problems and the
+    same 4-bit base, so that it gives the run's own held-out numbers."""
     names = list(getattr(script_args, "reward_funcs", None) or [])
     task = eval_task_for(profile, names)
     base = f"make eval MODEL={model_name} ADAPTER={out}"
@@ -57,6 +53,9 @@ def eval_command(
     if not names or (
         TASK_VERIFIERS.get(task) in names and all("." not in n for n in names) and dataset == shipped_data
     ):
+        if heldout and heldout["task"] == task:  # the problems and the base the run's held-out numbers came from
+            data = f" DATA={shlex.quote(heldout['data'])}" if heldout.get("data") else ""
+            return f"{base} TASK={task}{data} LIMIT={heldout['n']}" + (" ARGS=--load_in_4bit" if four_bit else "")
         return f"{base} TASK={task}"
     parts = [base, f"DATA={shlex.quote(dataset)}", f"REWARDS={','.join(names)}"]
     if weights and any(w != 1.0 for w in weights):
@@ -169,6 +168,7 @@ def finish_run(
         else ""
     )
     judgement = describe_verdict(judged, heldout and heldout["task"])
+    same = " (the same problems)" if "LIMIT=" in summary["next"][0] else ""
     print(
         f"\n{method.upper()} finished: {summary['steps']} steps in {summary['wall_seconds']:.0f} s "
         f"({summary['train_seconds'] or 0:.0f} s training)\n"
@@ -176,7 +176,7 @@ def finish_run(
         f"  engine   {describe(summary['distributed'])}\n"
         f"  adapter  {out}\n"
         + (f"  plot     {plot}\n" if plot else "")
-        + f"next:\n  {summary['next'][0]}   # held-out accuracy{' (the same problems)' if heldout else ''}\n"
+        + f"next:\n  {summary['next'][0]}   # held-out accuracy{same}\n"
         + f"  {summary['next'][1]}   # redraw the plot\n"
     )
     return summary

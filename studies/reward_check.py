@@ -24,9 +24,9 @@ import torch
 import yaml
 
 from core.errors import one_line_errors
+from core.stats import paired_difference
 from core.tasks import TASKS, load_task_data
 from eval.run import correct_per_problem, evaluate_model, load_for_eval
-from core.stats import paired_difference
 
 CONFIG = "recipes/configs/tiny/grpo.yaml"
 

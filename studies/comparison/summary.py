@@ -7,8 +7,8 @@ from pathlib import Path
 import yaml
 
 from core.metrics import REWARD_KEYS, first_last, reward_curve
-from studies.comparison.runs import samples_per_step
 from core.stats import over_seeds, paired_difference
+from studies.comparison.runs import samples_per_step
 
 CLIPPED_FLAG = 0.05  # a method whose held-out completions hit the length limit more often than this is flagged
 

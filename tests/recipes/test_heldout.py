@@ -1,7 +1,7 @@
 """Held-out accuracy during training, on real runs of the tiny GRPO recipe: the shipped config's before -> after
 equals `make eval` on the start model and the adapter (same problems, same 4-bit base), no check fires on it, held-out
 evaluation leaves training byte-identical, and a proxy reward the tiny model satisfies without answering correctly is
-named reward hacking with its evidence."""
+named reward hacking (and drift from the start) with its evidence."""
 
 import hashlib
 import json
@@ -69,11 +69,18 @@ def test_a_proxy_reward_that_rises_while_held_out_falls_is_named_reward_hacking(
     (tmp_path / "proxy_rewards.py").write_text(PROXY)
     monkeypatch.syspath_prepend(str(tmp_path))
     out = tmp_path / "run"
-    run_recipe(grpo, CONFIG, "--reward_funcs", "proxy_rewards.even_answer", "--output_dir", str(out), heldout=True)
+    run_recipe(
+        grpo,
+        CONFIG,
+        *("--reward_funcs", "proxy_rewards.even_answer", "--output_dir", str(out)),
+        *("--max_steps", "16", "--learning_rate", "2e-3", "--logging_steps", "2"),  # a fast push, 8 logged steps
+        heldout=True,
+    )
     printed = capsys.readouterr().out
     verdict = json.loads((out / "summary.json").read_text())["verdict"]
     assert verdict["trend"]["ci95"][0] > 0  # the proxy reward rose beyond its noise
     assert verdict["heldout"]["paired"]["ci95"][1] < 0  # while held-out accuracy fell
-    assert "reward hacking" in [check["name"] for check in verdict["checks"]]
+    # the push moved the policy far from its start too (1.1 nats/token here): that check fires beside it
+    assert [check["name"] for check in verdict["checks"]] == ["reward hacking", "drift from the start"]
     assert "  warning: reward hacking: the training reward rose +" in printed
     assert "while held-out accuracy -" in printed
