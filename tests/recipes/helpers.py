@@ -13,14 +13,10 @@ import torch
 from tests.conftest import REPO_ROOT
 
 
-def run_recipe(module, config: str, *overrides: str, heldout: bool = False):
-    """Parses exactly as the CLI does (TrlParser, YAML + overrides) and runs main() in this process. Held-out
-    evaluation during training (on in the tiny configs, ~7 s a run) is off unless `heldout` or an override names it:
-    the tests that ask for it cover it (each method's two-step test, tests/recipes/test_heldout.py)."""
+def run_recipe(module, config: str, *overrides: str):
+    """Parses exactly as the CLI does (TrlParser, YAML + overrides) and runs main() in this process."""
     from core.config import parse_config
 
-    if not heldout and not any(o.startswith("--heldout") for o in overrides):
-        overrides = (*overrides, "--heldout_limit", "0")
     argv = sys.argv
     sys.argv = [module.__name__, "--config", str(REPO_ROOT / config), *overrides]
     try:

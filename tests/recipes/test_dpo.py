@@ -23,6 +23,8 @@ def test_two_steps_in_4bit_with_the_adapterless_base_as_reference(tiny_world, ti
         "1",
         "--output_dir",
         str(out),
+        "--heldout_task",
+        "tiny",
         "--heldout_limit",
         "20",
     )

@@ -21,7 +21,18 @@ CONFIG = "recipes/configs/tiny/grpo.yaml"
 def test_two_steps_in_4bit_save_an_adapter_that_generates(tiny_world, tmp_path, capsys):
     out = tmp_path / "run"
     trainer = run_recipe(
-        grpo, CONFIG, "--max_steps", "2", "--logging_steps", "1", "--output_dir", str(out), "--heldout_limit", "20"
+        grpo,
+        CONFIG,
+        "--max_steps",
+        "2",
+        "--logging_steps",
+        "1",
+        "--output_dir",
+        str(out),
+        "--heldout_task",
+        "tiny",
+        "--heldout_limit",
+        "20",
     )
     assert count_4bit(trainer.model) == 4 * 7
     assert trainer.state.global_step == 2

@@ -13,6 +13,7 @@ from eval.run import main as eval_main
 from tests.recipes.helpers import assert_heldout_block, run_recipe
 
 CONFIG = "recipes/configs/tiny/grpo.yaml"
+HELDOUT = ("--heldout_task", "tiny", "--heldout_limit", "100")  # the key the shipped config has commented out
 PROXY = '''
 import re
 
@@ -37,7 +38,7 @@ def eval_accuracy(tmp_path, name: str, *args: str) -> float:
 @pytest.mark.slow
 def test_the_shipped_run_s_before_and_after_equal_make_eval_and_no_check_fires(tiny_world, tmp_path, capsys):
     out = tmp_path / "run"
-    run_recipe(grpo, CONFIG, "--output_dir", str(out), heldout=True)
+    run_recipe(grpo, CONFIG, "--output_dir", str(out), *HELDOUT)
     printed = capsys.readouterr().out
     held = assert_heldout_block(out, printed, 40)
     summary = json.loads((out / "summary.json").read_text())
@@ -54,7 +55,7 @@ def test_the_shipped_run_s_before_and_after_equal_make_eval_and_no_check_fires(t
 @pytest.mark.slow
 def test_held_out_evaluation_leaves_training_byte_identical(tiny_world, tmp_path):
     digests = []
-    for name, heldout in (("on", ["--heldout_limit", "20"]), ("off", ["--heldout_limit", "0"])):
+    for name, heldout in (("on", ["--heldout_task", "tiny", "--heldout_limit", "20"]), ("off", [])):
         out = tmp_path / name
         run_recipe(grpo, CONFIG, "--max_steps", "3", "--heldout_eval_steps", "1", "--output_dir", str(out), *heldout)
         digests.append(hashlib.sha256((out / "adapter_model.safetensors").read_bytes()).hexdigest())
@@ -74,7 +75,7 @@ def test_a_proxy_reward_that_rises_while_held_out_falls_is_named_reward_hacking(
         CONFIG,
         *("--reward_funcs", "proxy_rewards.even_answer", "--output_dir", str(out)),
         *("--max_steps", "16", "--learning_rate", "2e-3", "--logging_steps", "2"),  # a fast push, 8 logged steps
-        heldout=True,
+        *HELDOUT,
     )
     printed = capsys.readouterr().out
     verdict = json.loads((out / "summary.json").read_text())["verdict"]

@@ -23,6 +23,8 @@ def test_two_steps_in_4bit_without_a_reference(tiny_world, tiny_pairs, tmp_path,
         "1",
         "--output_dir",
         str(out),
+        "--heldout_task",
+        "tiny",
         "--heldout_limit",
         "20",
     )

@@ -52,7 +52,18 @@ def test_reward_adapter_puts_the_function_score_where_trl_reads_it(tiny_world):
 def test_two_steps_with_a_rule_based_reward_and_a_4bit_critic(tiny_world, tmp_path, capsys):
     out = tmp_path / "run"
     trainer = run_recipe(
-        ppo, CONFIG, "--max_steps", "2", "--logging_steps", "1", "--output_dir", str(out), "--heldout_limit", "20"
+        ppo,
+        CONFIG,
+        "--max_steps",
+        "2",
+        "--logging_steps",
+        "1",
+        "--output_dir",
+        str(out),
+        "--heldout_task",
+        "tiny",
+        "--heldout_limit",
+        "20",
     )
     wrapper = trainer.accelerator.unwrap_model(trainer.model)
     assert count_4bit(wrapper.policy) == 4 * 7 and count_4bit(wrapper.value_model) == 4 * 7  # same-size critic
