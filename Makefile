@@ -60,7 +60,7 @@ LAUNCHER = $(if $(LAUNCH),$(PY) -m recipes.launch --config_file recipes/accelera
 	$(if $(NPROC),--num_processes $(NPROC)) $(LAUNCH_ARGS) -m,$(PY) -m)
 RECIPE = $(LAUNCHER) recipes.$@ --config $(or $(CONFIG),recipes/configs/$(PROFILE)/$@.yaml) $(ARGS)
 
-.PHONY: help install test test-fast lint tiny grpo ppo dpo orpo pairs eval eval-compare score plot reward-check \
+.PHONY: help install test test-fast lint tiny tiny-rebuild grpo ppo dpo orpo pairs eval eval-compare score plot reward-check \
 	compare sweep estimate bench-memory bench-gpu bench-rewards
 
 help: ## this list
@@ -91,15 +91,20 @@ lint: install ## ruff check and ruff format --check
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
-tiny: install ## build both offline tiny worlds (math and code) under artifacts/
-	$(PY) -m studies.tiny_world --out $(TINY)
-	$(PY) -m studies.tiny_world --world code --out $(TINY_CODE)
+tiny: install ## install both tiny worlds (math, code) under artifacts/ from tasks/worlds/, hashes checked, seconds
+	$(PY) -m tasks.shipped --world tiny --out $(TINY)
+	$(PY) -m tasks.shipped --world tiny-code --out $(TINY_CODE)
 
-$(TINY)/world.json: | install
-	$(PY) -m studies.tiny_world --out $(TINY)
+tiny-rebuild: install ## build both worlds here (~5 min) under artifacts/rebuilt/ and say if they equal the shipped
+	$(PY) -m studies.tiny_world --force --out artifacts/rebuilt/tiny
+	$(PY) -m studies.tiny_world --force --world code --out artifacts/rebuilt/tiny-code
 
-$(TINY_CODE)/world.json: | install
-	$(PY) -m studies.tiny_world --world code --out $(TINY_CODE)
+# A changed manifest (a pull that ships another world) installs it again over the old one.
+$(TINY)/world.json: tasks/worlds/manifest.json | install
+	$(PY) -m tasks.shipped --world tiny --out $(TINY)
+
+$(TINY_CODE)/world.json: tasks/worlds/manifest.json | install
+	$(PY) -m tasks.shipped --world tiny-code --out $(TINY_CODE)
 
 $(TINY)/pairs/train.jsonl: | $(TINY)/world.json
 	$(PY) -m recipes.pairs --config recipes/configs/tiny/pairs.yaml

@@ -1,9 +1,13 @@
 """Build the offline "tiny worlds": synthetic task, tokenizer, and an SFT-warm-started Qwen2-architecture model.
 
 Usage:
-    make tiny                      # both worlds: artifacts/tiny (math) and artifacts/tiny-code (code)
-    python -m studies.tiny_world --out artifacts/tiny --force
-    python -m studies.tiny_world --world code --out artifacts/tiny-code
+    make tiny-rebuild              # both worlds built here, under artifacts/rebuilt/, compared with the shipped ones
+    python -m studies.tiny_world --out artifacts/rebuilt/tiny --force
+    python -m studies.tiny_world --world code --out artifacts/rebuilt/tiny-code
+
+The recipes start from the worlds this builder made once and the repository ships (tasks/worlds/, installed by
+`make tiny`): built from the same seeds on another CPU, the weights differ (docs/tiny-worlds.md). Building one here
+says whether it equals the shipped world, file by file, and both held-out accuracies.
 
 Everything is local and seeded, so every make target and test runs without a hub. The layout it writes:
     artifacts/tiny/data/{train,validation,test}.jsonl
@@ -26,8 +30,10 @@ from pathlib import Path
 import torch
 
 from core.errors import one_line_errors
+from core.provenance import commit, cpu
 from eval.run import evaluate_model
 from tasks import code as code_task
+from tasks import shipped
 from tasks.arithmetic import generate_splits
 
 CHAT_TEMPLATE = (
@@ -182,13 +188,14 @@ def build(out: Path, settings: dict) -> dict:
         "held_out_accuracy": accuracy,
         "n_test": len(test),
         "build_seconds": round(time.time() - start, 1),
+        "built_on": cpu() | {"commit": commit()},
     }
     (out / "world.json").write_text(json.dumps(world, indent=2) + "\n")
     return world
 
 
 def ensure_tiny_world(
-    out: str | Path = "artifacts/tiny", force: bool = False, world: str = "math", seed: int | None = None
+    out: str | Path = "artifacts/rebuilt/tiny", force: bool = False, world: str = "math", seed: int | None = None
 ) -> dict:
     """Builds a tiny world unless a complete one is already there; returns its world.json. Another `seed` builds
     another world (data, initial weights, SFT order): what a test that depends on one world's numbers meets on
@@ -202,17 +209,21 @@ def ensure_tiny_world(
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", default="artifacts/tiny")
+    parser.add_argument("--out", help="where to build it (default artifacts/rebuilt/<world>)")
     parser.add_argument("--world", choices=("math", "code"), default="math")
     parser.add_argument("--force", action="store_true", help="rebuild even if it exists")
     parser.add_argument("--seed", type=int, help="another world than the shipped seed's (default 0)")
     one_line_errors()
     args = parser.parse_args()
+    args.out = args.out or f"artifacts/rebuilt/{'tiny-code' if args.world == 'code' else 'tiny'}"
     world = ensure_tiny_world(args.out, args.force, args.world, args.seed)
     print(
         f"tiny world at {args.out}: {world['parameters']:,} parameters, held-out greedy accuracy "
         f"{world['held_out_accuracy']:.1%} on {world['n_test']} problems (built in {world['build_seconds']}s)"
     )
+    if world["settings"] == (CODE_DEFAULTS if args.world == "code" else DEFAULTS):
+        name = "tiny-code" if args.world == "code" else "tiny"
+        print(shipped.describe_comparison(shipped.compare(args.out, name), name))
 
 
 if __name__ == "__main__":

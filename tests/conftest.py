@@ -15,21 +15,21 @@ quiet()  # as every entry point does: tests that import the libraries directly s
 
 @pytest.fixture(scope="session")
 def tiny_world() -> Path:
-    """The project's tiny world (built by `make tiny`; built here once if missing)."""
-    from studies.tiny_world import ensure_tiny_world
+    """The project's tiny math world, installed from the shipped one as `make tiny` installs it."""
+    from tasks.shipped import install
 
     out = REPO_ROOT / "artifacts" / "tiny"
-    ensure_tiny_world(out)
+    install("tiny", out)
     return out
 
 
 @pytest.fixture(scope="session")
 def tiny_code_world() -> Path:
-    """The tiny code world (built by `make tiny`; built here once if missing, ~1 min)."""
-    from studies.tiny_world import ensure_tiny_world
+    """The tiny code world, installed from the shipped one as `make tiny` installs it."""
+    from tasks.shipped import install
 
     out = REPO_ROOT / "artifacts" / "tiny-code"
-    ensure_tiny_world(out, world="code")
+    install("tiny-code", out)
     return out
 
 

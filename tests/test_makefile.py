@@ -81,8 +81,8 @@ def test_an_own_config_builds_a_tiny_world_only_when_it_names_one(tmp_path):
         planned = make(
             "-n", "-W", "artifacts/tiny/world.json", "-W", "artifacts/tiny-code/world.json", target, f"CONFIG={own}"
         ).stdout
-        assert "studies.tiny_world" not in planned and "recipes.pairs" not in planned
+        assert "tasks.shipped" not in planned and "recipes.pairs" not in planned
         assert f"recipes.{target} --config {own}" in planned
     planned = make("-n", "-B", "dpo", f"CONFIG={tiny}").stdout
-    assert "studies.tiny_world --world code" in planned and "recipes/configs/tiny-code/pairs.yaml" in planned
-    assert "studies.tiny_world --out artifacts/tiny\n" not in planned
+    assert "tasks.shipped --world tiny-code" in planned and "recipes/configs/tiny-code/pairs.yaml" in planned
+    assert "tasks.shipped --world tiny " not in planned
