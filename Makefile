@@ -23,7 +23,7 @@ export TORCH_EXTENSIONS_DIR ?= $(abspath $(VENV))/torch_extensions
 ##@ FILE=f REWARDS=a,b  score: a JSONL of completions; REWARDS: reward names or dotted paths (score, eval)
 ##@ REWARD_WEIGHTS=1,0.5 PROMPT_COLUMN=c PROMPT_TEMPLATE="{c} ..." SYSTEM_PROMPT="..." PASS_THRESHOLD=x
 ##@                     eval DATA=... REWARDS=...: your own task, prompted as the recipes prompt it
-##@ RUN="dir [dir]"     plot: run folders; A=results.json B=results.json: eval-compare
+##@ RUN="dir [dir]"     plot, audit: run folders; A=results.json B=results.json: eval-compare
 ##@ SEEDS=3             compare: seeds per method
 ##@ GPU_GB=24 SEQ=n     estimate: GPU size to check against, scored tokens per sequence
 PROFILE ?= tiny
@@ -60,7 +60,7 @@ LAUNCHER = $(if $(LAUNCH),$(PY) -m recipes.launch --config_file recipes/accelera
 	$(if $(NPROC),--num_processes $(NPROC)) $(LAUNCH_ARGS) -m,$(PY) -m)
 RECIPE = $(LAUNCHER) recipes.$@ --config $(or $(CONFIG),recipes/configs/$(PROFILE)/$@.yaml) $(ARGS)
 
-.PHONY: help install test test-fast lint tiny tiny-rebuild grpo ppo dpo orpo pairs eval eval-compare score plot reward-check \
+.PHONY: help install test test-fast lint tiny tiny-rebuild grpo ppo dpo ipo orpo pairs eval audit eval-compare score plot reward-check \
 	compare sweep estimate bench-memory bench-gpu bench-rewards
 
 help: ## this list
@@ -121,6 +121,10 @@ ppo: install $(TINY_WORLD) ## PPO with QLoRA: policy + same-size critic
 dpo: install $(TINY_WORLD) $(TINY_PAIRS) ## DPO with QLoRA on preference pairs
 	$(RECIPE)
 
+# IPO is DPO's trainer and data with another loss (loss_type: [ipo]): its own YAML per profile, the DPO script.
+ipo: install $(TINY_WORLD) $(TINY_PAIRS) ## IPO with QLoRA: DPO's pairs and reference, the squared loss
+	$(LAUNCHER) recipes.dpo --config $(or $(CONFIG),recipes/configs/$(PROFILE)/ipo.yaml) $(ARGS)
+
 orpo: install $(TINY_WORLD) $(TINY_PAIRS) ## ORPO with QLoRA on preference pairs, no reference
 	$(RECIPE)
 
@@ -129,6 +133,10 @@ pairs: install $(TINY_WORLD) ## on-policy preference pairs for DPO/ORPO, scored 
 
 eval: install $(EVAL_WORLD) ## held-out accuracy: a TASK, or DATA scored by REWARDS (MODEL ADAPTER LIMIT K OUT)
 	$(PY) -m eval.run $(EVAL_FLAGS) $(ARGS)
+
+audit: install ## the verdict of finished runs, side by side; measured now if trained without held-out (RUN, LIMIT)
+	$(PY) -m eval.audit $(RUN) $(if $(LIMIT),--limit $(LIMIT)) $(if $(filter command line,$(origin TASK)),--task $(TASK)) \
+		$(if $(DATA),--data $(DATA))
 
 eval-compare: install ## two evaluations side by side, with the problems that flipped (A, B)
 	$(PY) -m eval.flips $(A) $(B)

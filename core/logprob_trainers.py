@@ -3,7 +3,7 @@ overridden to read the backbone's hidden states and the head in chunks instead (
 
 - GRPO: `_get_per_token_logps_and_entropies`, which serves the training, old-policy and reference passes.
 - DPO: `_compute_loss` (policy and reference in one method in TRL 1.12) and `compute_ref_log_probs`
-  (precomputed references); the sigmoid loss only, with TRL's metrics.
+  (precomputed references); the sigmoid and IPO losses, with TRL's metrics.
 - ORPO: `concatenated_forward` (the log-odds term and the chosen half's NLL).
 PPO's is a loop, not a method: core.ppo_loop (which shares ChunkedLogprobs and head_logprobs).
 
@@ -26,6 +26,7 @@ from core.errors import UserError
 from core.logprobs import TokenLogProbs, token_logprobs
 
 LOGPROBS = ("full", "chunked")
+CHUNKED_DPO_LOSSES = {"sigmoid", "ipo"}
 
 
 def check_logprobs(mode: str, method: str, training_args) -> None:
@@ -38,8 +39,8 @@ def check_logprobs(mode: str, method: str, training_args) -> None:
     if getattr(training_args, "use_liger_kernel", False):
         unsupported.append("use_liger_kernel: true (Liger fuses the head itself)")
     if method == "dpo":
-        if list(training_args.loss_type) != ["sigmoid"]:
-            unsupported.append(f"loss_type: {training_args.loss_type} (only sigmoid)")
+        if not set(training_args.loss_type) <= CHUNKED_DPO_LOSSES:
+            unsupported.append(f"loss_type: {training_args.loss_type} (only {', '.join(sorted(CHUNKED_DPO_LOSSES))})")
         if training_args.f_divergence_type != "reverse_kl":
             unsupported.append(f"f_divergence_type: {training_args.f_divergence_type}")
         if training_args.ld_alpha is not None:
@@ -149,7 +150,15 @@ class ChunkedDPO(ChunkedLogprobs):
             ref_chosen_logps, ref_rejected_logps = self._reference_logps(model, inputs)
         chosen_logratios = chosen_logps - ref_chosen_logps
         rejected_logratios = rejected_logps - ref_rejected_logps
-        loss = -F.logsigmoid(self.beta * (chosen_logratios - rejected_logratios)).mean() * self.loss_weights[0]
+        loss = 0.0
+        for loss_type, weight in zip(self.loss_types, self.loss_weights, strict=True):
+            if loss_type == "sigmoid":
+                per_pair = -F.logsigmoid(self.beta * (chosen_logratios - rejected_logratios))
+            else:  # ipo, in TRL's form: each log-ratio per completion token, so beta means the same at any length
+                chosen_tokens, rejected_tokens = inputs["completion_mask"].sum(1).clamp(min=1.0).chunk(2)
+                delta = chosen_logratios / chosen_tokens - rejected_logratios / rejected_tokens
+                per_pair = (delta - 1 / (2 * self.beta)) ** 2
+            loss = loss + per_pair.mean() * weight
 
         # TRL's metrics, from the per-token values (completion positions only, as TRL's)
         gather = self.accelerator.gather_for_metrics

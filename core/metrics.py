@@ -6,7 +6,13 @@ from numbers import Real
 from pathlib import Path
 
 # What each method logs as its training signal: the reward for GRPO and PPO, the preference margin for DPO/ORPO.
-REWARD_KEYS = {"grpo": "reward", "ppo": "objective/scores", "dpo": "rewards/margins", "orpo": "rewards/margins"}
+REWARD_KEYS = {
+    "grpo": "reward",
+    "ppo": "objective/scores",
+    "dpo": "rewards/margins",
+    "ipo": "rewards/margins",
+    "orpo": "rewards/margins",
+}
 
 
 def read_metrics(run_dir: str | Path) -> list[dict]:

@@ -1,7 +1,9 @@
-"""DPO with QLoRA: learn offline from preference pairs; the reference is the same 4-bit base with the adapter off.
+"""DPO (and IPO) with QLoRA: learn offline from preference pairs; the reference is the same 4-bit base with the
+adapter off.
 
 Usage:
     make pairs && make dpo                      # = python -m recipes.dpo --config recipes/configs/tiny/dpo.yaml
+    make ipo                                    # = python -m recipes.dpo --config recipes/configs/tiny/ipo.yaml
     make dpo PROFILE=7b
     python -m recipes.dpo --config recipes/configs/tiny/dpo.yaml --resume_from_checkpoint latest
 
@@ -61,6 +63,7 @@ def main(
 ):
     check_model(model_args, source_of("model_name_or_path"))
     check_logprobs(script_args.logprobs, "dpo", training_args)
+    method = "ipo" if list(training_args.loss_type) == ["ipo"] else "dpo"  # IPO: DPO's trainer, the squared loss
     if not model_args.use_peft:
         raise SystemExit("this recipe trains LoRA adapters (use_peft: true): the reference is the adapter-less base")
 
@@ -77,7 +80,7 @@ def main(
     dataset = dataset.select_columns(["prompt", "chosen", "rejected"])
 
     # ----- model -----
-    resume = resolve_run_dir(training_args, "dpo", script_args.profile, script_args.reuse_output_dir)
+    resume = resolve_run_dir(training_args, method, script_args.profile, script_args.reuse_output_dir)
     training_args.model_init_kwargs = model_kwargs(model_args)
     tokenizer = load_tokenizer(model_args)
 
@@ -105,7 +108,7 @@ def main(
     trainer.save_model(training_args.output_dir)
     if trainer.is_world_process_zero():
         tokenizer.save_pretrained(training_args.output_dir)
-    finish_run(trainer, "dpo", training_args.output_dir, model_args.model_name_or_path, script_args.profile)
+    finish_run(trainer, method, training_args.output_dir, model_args.model_name_or_path, script_args.profile)
     return trainer
 
 

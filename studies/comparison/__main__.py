@@ -1,4 +1,4 @@
-"""The "7B on limited compute" comparison: GRPO, PPO, DPO and ORPO from the same start, on the same prompts,
+"""The "7B on limited compute" comparison: GRPO, PPO, DPO, IPO and ORPO from the same start, on the same prompts,
 with the same rewards; what each costs (memory, time) and buys (held-out accuracy), over several seeds.
 
 Usage:
@@ -10,7 +10,7 @@ Usage:
 
 Matched budget: every method sees the same `--prompts` training prompts (the first N rows of the profile's
 training set), each exactly once. GRPO samples k completions for each (its group is its baseline); PPO samples
-one (its critic is its baseline); DPO and ORPO train one epoch on the pairs that `recipes.pairs` builds from k
+one (its critic is its baseline); DPO, IPO and ORPO train one epoch on the pairs that `recipes.pairs` builds from k
 samples of the same prompts by the starting model, scored with the same rewards (a prompt whose k samples all
 score the same gives no pair). Each method trains in its own process with its profile's recipe config
 (`recipes/configs/<profile>/<method>.yaml`); only the output folder, the prompt budget (as max_steps), the seed,

@@ -4,6 +4,7 @@ import json
 from pathlib import Path
 
 from core.plots import rolling_mean
+from studies.comparison.runs import SCRIPT
 
 
 def pct(value, ci=None) -> str:
@@ -128,7 +129,7 @@ def write_markdown(summary: dict, settings: dict, path: Path, sweep: list | None
         "Peak memory is measured in each method's own process: "
         + settings["memory_measure"]
         + ". 'est. GB' is `studies.memory.estimate` for the same configs. Training rewards: GRPO and PPO log "
-        "the task reward of their batches; DPO and ORPO log their implicit reward margin (no task reward in "
+        "the task reward of their batches; DPO, IPO and ORPO log their implicit reward margin (no task reward in "
         "training). 'clipped': share of held-out completions (greedy and sampled) that reached the length "
         "limit.",
         "",
@@ -167,7 +168,7 @@ def plot(summary: dict, estimates: dict | None, out: Path) -> None:
         components = [c for c in next(iter(estimates.values())) if c != "total_gb"]
         bottom = [0.0] * len(names)
         for component in components:
-            values = [estimates[m][component] for m in names]
+            values = [estimates[SCRIPT.get(m, m)][component] for m in names]
             if any(values):
                 axes[0][1].bar(names, values, bottom=bottom, label=component.removesuffix("_gb"))
                 bottom = [b + v for b, v in zip(bottom, values, strict=True)]

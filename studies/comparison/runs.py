@@ -15,7 +15,10 @@ import yaml
 from core.tasks import TASKS, load_task_data
 from eval.run import correct_per_problem, evaluate_model, load_for_eval
 
-METHODS = ("grpo", "ppo", "dpo", "orpo")
+METHODS = ("grpo", "ppo", "dpo", "ipo", "orpo")
+PREFERENCE_METHODS = ("dpo", "ipo", "orpo")  # train one epoch on pairs sampled from the start model
+# IPO is DPO's script with its own YAML (loss_type: [ipo]); its memory is DPO's (the same trainer and tensors).
+SCRIPT = {"ipo": "dpo"}
 
 PROFILES = {
     "tiny": {
@@ -49,6 +52,7 @@ SWEEP_GRID = {
     "grpo": [2e-4, 5e-4, 1e-3],
     "ppo": [2e-4, 5e-4, 1e-3],
     "dpo": [5e-5, 1e-4, 5e-4],
+    "ipo": [5e-5, 1e-4, 5e-4],
     "orpo": [5e-5, 1e-4, 5e-4],
 }
 
@@ -102,7 +106,7 @@ def train_all(
     runs = {}
     pairs_path, pairs_config = recipe_config(profile, "pairs")
     pairs_file = out / f"pairs-seed{seed}.jsonl"
-    if {"dpo", "orpo"} & set(methods):
+    if set(PREFERENCE_METHODS) & set(methods):
         grpo_config = recipe_config(profile, "grpo")[1]
         run(
             [
@@ -131,7 +135,7 @@ def train_all(
         command = [
             sys.executable,
             "-m",
-            f"recipes.{method}",
+            f"recipes.{SCRIPT.get(method, method)}",
             "--config",
             str(path),
             "--output_dir",

@@ -8,7 +8,7 @@ import yaml
 
 from core.metrics import REWARD_KEYS, first_last, reward_curve
 from core.stats import over_seeds, paired_difference
-from studies.comparison.runs import samples_per_step
+from studies.comparison.runs import PREFERENCE_METHODS, SCRIPT, samples_per_step
 
 CLIPPED_FLAG = 0.05  # a method whose held-out completions hit the length limit more often than this is flagged
 
@@ -18,6 +18,7 @@ HOLDS = {
     "grpo": "policy; reference = the same base with the adapter off",
     "ppo": "policy + critic (own LoRA + head on the policy's 4-bit base); reference = adapter off; reward: a function",
     "dpo": "policy; reference = the same base with the adapter off",
+    "ipo": "policy; reference = the same base with the adapter off",
     "orpo": "policy; no reference",
 }
 
@@ -99,7 +100,7 @@ def summarise(runs: dict, evals: dict, headline: str, estimates: dict | None, cu
         record["flag_reward_up_accuracy_not"] = first is not None and last > first and headline_low <= 0
         record["flag_clipped"] = e["clipped_share"] > CLIPPED_FLAG
         if estimates:
-            record["estimated_gb"] = estimates[method]["total_gb"]
+            record["estimated_gb"] = estimates[SCRIPT.get(method, method)]["total_gb"]
         records.append(record)
     return records
 
@@ -173,7 +174,7 @@ def samples_trained(method: str, run_dir: Path, steps: int) -> int:
     pairs for DPO/ORPO (one epoch: its last batch may be short); read from the run's resolved config."""
     config = yaml.safe_load((run_dir / "config.yaml").read_text())
     per_step = samples_per_step(method, config)
-    if method in ("dpo", "orpo"):
+    if method in PREFERENCE_METHODS:
         pairs = sum(1 for _ in open(config["dataset_name"]))
         return (
             min(per_step * steps, int(pairs * config["num_train_epochs"]))

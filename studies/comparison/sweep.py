@@ -45,6 +45,10 @@ def sweep(
         for r in results:
             if r["method"] == method:
                 r["chosen"] = r is best
+    # A sweep of some methods keeps the earlier rows of the others (`make sweep ARGS="--methods ipo"`).
+    path = out / "sweep.json"
+    kept = [r for r in json.loads(path.read_text()) if r["method"] not in methods] if path.is_file() else []
+    results = kept + results
     results.sort(key=lambda r: (METHODS.index(r["method"]), r["learning_rate"]))
     (out / "sweep.json").write_text(json.dumps(results, indent=2) + "\n")
 
@@ -54,7 +58,7 @@ def sweep(
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7, 4))
-    for method in methods:
+    for method in dict.fromkeys(r["method"] for r in results):
         rows_ = [r for r in results if r["method"] == method]
         ax.errorbar(
             [r["learning_rate"] for r in rows_],

@@ -92,10 +92,11 @@ def build(method, mode, path, dtype, rows, tmp_path):
     else:
         pairs = [{"prompt": r["question"], "chosen": r["answer"], "rejected": r["answer"][::-1]} for r in rows]
         dataset = Dataset.from_list(pairs)
-        config = DPOConfig if method == "dpo" else ORPOConfig
-        args = config(**common(tmp_path, dtype, margs), per_device_train_batch_size=2, max_length=96)
-        extra = {"ref_model": None} if method == "dpo" else {}
-    trainer_class = {"grpo": GRPOTrainer, "dpo": DPOTrainer, "orpo": ORPOTrainer}[method]
+        config = ORPOConfig if method == "orpo" else DPOConfig
+        loss = {"loss_type": ["ipo"], "beta": 0.5} if method == "ipo" else {}
+        args = config(**common(tmp_path, dtype, margs), per_device_train_batch_size=2, max_length=96, **loss)
+        extra = {} if method == "orpo" else {"ref_model": None}
+    trainer_class = {"grpo": GRPOTrainer, "dpo": DPOTrainer, "ipo": DPOTrainer, "orpo": ORPOTrainer}[method]
     trainer = with_logprobs(trainer_class, mode)(
         model=str(path),
         args=args,
@@ -135,7 +136,7 @@ def compare(method, path, dtype, rows, tmp_path, loss_tolerance, grad_tolerance)
     return trainer
 
 
-@pytest.mark.parametrize("method", ["grpo", "dpo", "orpo"])
+@pytest.mark.parametrize("method", ["grpo", "dpo", "ipo", "orpo"])
 def test_one_step_equals_trls_on_the_tiny_model_fp32(method, tiny_world, rows, tmp_path):
     compare(method, tiny_world / "model", "float32", rows, tmp_path, FP32_TOLERANCE, FP32_TOLERANCE)
 
@@ -192,9 +193,10 @@ def test_check_logprobs_refuses_what_it_does_not_implement():
     check_logprobs("chunked", "dpo", config(DPOConfig))
     with pytest.raises(UserError, match="logprobs: 'fast' is not one of full, chunked"):
         check_logprobs("fast", "grpo", config(GRPOConfig))
-    with pytest.raises(UserError, match=r"loss_type: \['ipo'\] \(only sigmoid\); set logprobs: full"):
-        check_logprobs("chunked", "dpo", config(DPOConfig, loss_type=["ipo"]))
-    check_logprobs("full", "dpo", config(DPOConfig, loss_type=["ipo"]))
+    check_logprobs("chunked", "dpo", config(DPOConfig, loss_type=["ipo"]))
+    with pytest.raises(UserError, match=r"loss_type: \['hinge'\] \(only ipo, sigmoid\); set logprobs: full"):
+        check_logprobs("chunked", "dpo", config(DPOConfig, loss_type=["hinge"]))
+    check_logprobs("full", "dpo", config(DPOConfig, loss_type=["hinge"]))
 
 
 @pytest.mark.parametrize("method", ["grpo", "ppo", "dpo", "orpo"])

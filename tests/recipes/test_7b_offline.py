@@ -43,7 +43,8 @@ def test_one_step_of_each_7b_config_with_local_stand_ins(path, tiny_world, tiny_
     data.write_text("\n".join((rows * 64)[:64]) + "\n")
     method = path.stem
     out = tmp_path / "out"
-    command = [sys.executable, "-m", f"recipes.{method}", "--config", str(path), "--model_name_or_path", str(model)]
+    script = "dpo" if method == "ipo" else method
+    command = [sys.executable, "-m", f"recipes.{script}", "--config", str(path), "--model_name_or_path", str(model)]
     if method == "pairs":
         command += [
             "--dataset_name",
@@ -57,7 +58,7 @@ def test_one_step_of_each_7b_config_with_local_stand_ins(path, tiny_world, tiny_
             "--output",
             str(out / "pairs.jsonl"),
         ]
-    elif method in ("dpo", "orpo"):
+    elif method in ("dpo", "ipo", "orpo"):
         command += ["--dataset_name", str(tiny_pairs), *TRAINER_CPU, "--output_dir", str(out)]
     else:
         command += ["--dataset_name", str(data), *TRAINER_CPU, "--output_dir", str(out)]
@@ -83,8 +84,11 @@ def test_one_step_of_each_7b_config_with_local_stand_ins(path, tiny_world, tiny_
         "max_completion_length",
         "response_length",
         "max_length",
+        "loss_type",
+        "beta",
     ):
         if key in config:  # the 7B settings themselves ran, not CPU defaults
             assert resolved[key] == config[key], key
     summary = json.loads((out / "summary.json").read_text())
     assert summary["steps"] == 1 and summary["signal_first"] is not None
+    assert summary["method"] == method  # an IPO run is named IPO, in its folder's records and its summary

@@ -2,6 +2,7 @@
 errors), and the 7B configs name a model whose shipped config.json builds on the meta device."""
 
 import importlib
+import re
 from pathlib import Path
 
 import pytest
@@ -23,7 +24,7 @@ def test_there_are_configs_for_every_method_and_profile():
     assert names >= {
         (profile, method)
         for profile in ("tiny", "7b", "tiny-code", "7b-code")
-        for method in ("grpo", "ppo", "dpo", "orpo", "pairs")
+        for method in ("grpo", "ppo", "dpo", "ipo", "orpo", "pairs")
     }
 
 
@@ -36,7 +37,9 @@ def test_every_yaml_parses(path):
 def test_recipe_config_parses_with_its_recipe(path, monkeypatch):
     first_line = path.read_text().splitlines()[0]
     assert first_line.startswith("# make ") and f"recipes/configs/{path.parent.name}/{path.name}" in first_line
-    module = importlib.import_module(f"recipes.{path.stem}")
+    # The script the first line names: recipes/<method>.py, or for IPO the DPO script with its own YAML
+    module = importlib.import_module(re.search(r"python -m (recipes\.\w+)", first_line).group(1))
+    assert module.__name__ == ("recipes.dpo" if path.stem == "ipo" else f"recipes.{path.stem}")
     # bf16 configs are validated as if on a machine that has bf16; here that means the CPU.
     monkeypatch.setattr(
         "sys.argv",

@@ -33,3 +33,28 @@ def test_two_steps_in_4bit_with_the_adapterless_base_as_reference(tiny_world, ti
     assert metrics_steps(out) == [1, 2]
     assert_run_summary(out, "dpo", capsys.readouterr().out, heldout=True)
     assert_adapter_loads_and_generates(out, tiny_world / "model")
+
+
+def test_ipo_is_dpo_with_the_squared_loss_named_ipo(tiny_world, tiny_pairs, tmp_path, capsys):
+    """`make ipo`: the DPO script with recipes/configs/tiny/ipo.yaml. At the first step the adapter is the identity
+    (LoRA's B starts at zero), so every log-ratio is 0 and IPO's loss is (0 - 1/(2 beta))^2 = 0.25 at beta 1, where
+    DPO's sigmoid loss would be log 2."""
+    import json
+
+    out = tmp_path / "run"
+    run_recipe(
+        dpo,
+        "recipes/configs/tiny/ipo.yaml",
+        "--dataset_name",
+        str(tiny_pairs),
+        "--max_steps",
+        "2",
+        "--logging_steps",
+        "1",
+        "--output_dir",
+        str(out),
+    )
+    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    first = next(row for row in rows if "loss" in row)
+    assert abs(first["loss"] - 0.25) < 1e-3, first
+    assert_run_summary(out, "ipo", capsys.readouterr().out)

@@ -192,6 +192,10 @@ def test_sweep_writes_its_file_and_chooses_on_validation(tiny_world, tmp_path):
     import sys
 
     out = tmp_path / "sweep"
+    out.mkdir()
+    earlier = {"learning_rate": 1e-3, "validation_sampled_pass1": 0.5, "ci95": [0.4, 0.6], "chosen": True}
+    # an earlier sweep: its ORPO row is kept, its GRPO row replaced by this sweep's
+    (out / "sweep.json").write_text(json.dumps([{"method": "grpo", **earlier}, {"method": "orpo", **earlier}]))
     command = [
         sys.executable,
         "-m",
@@ -222,7 +226,9 @@ def test_sweep_writes_its_file_and_chooses_on_validation(tiny_world, tmp_path):
         ("grpo", 5e-4),
         ("dpo", 1e-4),
         ("dpo", 5e-4),
+        ("orpo", 1e-3),
     ]
+    assert rows[-1] == {"method": "orpo", **earlier}
     for method in ("grpo", "dpo"):
         scored = [r for r in rows if r["method"] == method]
         assert sum(r["chosen"] for r in scored) == 1 and all(r["validation_n"] == 12 for r in scored)

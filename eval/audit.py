@@ -1,0 +1,127 @@
+"""The verdict of finished runs: held-out accuracy before -> after (paired), the training signal's trend, drift from
+the start and the checks (core/verdict.py), for one run or several side by side.
+
+Usage:
+    make audit RUN=runs/grpo-tiny-20261202-101500
+    make audit RUN="runs/grpo-tiny-... runs/dpo-tiny-..."  LIMIT=100
+    python -m eval.audit runs/grpo-tiny-... --task tiny --limit 100
+
+A run that evaluated held-out problems while it trained is judged from its own records, as its summary was. A run
+trained without them (held-out off, or several processes) is measured now: the start model (the run's base with the
+adapter off) and the adapter, loaded as the run trained them (4-bit when it did), greedy on the held-out problems
+of the task the run trained for, through the same scoring and drift code as training-time evaluation. Those
+records go to <run>/audit/ (metrics.jsonl, heldout/step-N.jsonl, verdict.json); the run's own files are not touched.
+"""
+
+import argparse
+import json
+import shutil
+from pathlib import Path
+
+import yaml
+
+from core.errors import UserError, one_line_errors
+from core.heldout import HeldoutArguments, HeldoutEval
+from core.metrics import REWARD_KEYS, read_metrics
+from core.summary import PROFILE_TASKS
+from core.tasks import TASKS
+from core.verdict import describe, verdict
+from eval.run import load_for_eval
+
+
+def run_record(run: Path) -> tuple[dict, dict]:
+    """(summary.json, config.yaml) of a finished run folder, or one line saying what is missing."""
+    for name in ("summary.json", "config.yaml", "adapter_config.json"):
+        if not (run / name).is_file():
+            raise UserError(f"{run}: no {name}; make audit reads a finished run's folder (runs/<method>-...)")
+    return json.loads((run / "summary.json").read_text()), yaml.safe_load((run / "config.yaml").read_text())
+
+
+def task_of(run: Path, config: dict, task: str | None) -> str:
+    """The built-in task that measures what the run trained for: --task, else its profile's."""
+    if task:
+        return task
+    profile = config.get("profile")
+    if profile in PROFILE_TASKS:
+        return PROFILE_TASKS[profile]
+    raise UserError(
+        f"{run}: profile {profile!r} has no built-in held-out task; name one with --task ({', '.join(TASKS)}) "
+        "and its problems with --data"
+    )
+
+
+def measure(run: Path, summary: dict, config: dict, task: str, data: str | None, limit: int) -> Path:
+    """Scores the start model (adapter off) and the adapter into <run>/audit/; returns that folder."""
+    out = run / "audit"
+    shutil.rmtree(out, ignore_errors=True)  # the audit's own earlier records, nothing of the run's
+    out.mkdir()
+    four_bit = bool(config.get("load_in_4bit"))
+    model, tokenizer = load_for_eval(config["model_name_or_path"], str(run), load_in_4bit=four_bit)
+    args = HeldoutArguments(heldout_task=task, heldout_data=data, heldout_limit=limit)
+    evaluation = HeldoutEval(str(out), args, tokenizer)
+    with model.disable_adapter():
+        evaluation.evaluate(model, 0)
+    evaluation.evaluate(model, summary["steps"])
+    settings = json.loads((out / "heldout" / "settings.json").read_text())
+    (out / "heldout" / "settings.json").write_text(json.dumps(settings | {"four_bit": four_bit}, indent=2) + "\n")
+    return out
+
+
+def audit(run: str | Path, task: str | None = None, data: str | None = None, limit: int = 200) -> dict:
+    """The verdict of one finished run, from its own held-out records or measured now; with `source` and the
+    settings it used."""
+    run = Path(run)
+    summary, config = run_record(run)
+    method = summary["method"]
+    rows = [row for row in read_metrics(run) if "heldout/accuracy" not in row]
+    own = [row for row in read_metrics(run) if "heldout/accuracy" in row]
+    if own and not task and not data:
+        judged, folder, source = verdict(run, read_metrics(run), method, REWARD_KEYS[method]), run, "the run's own"
+    else:
+        folder = measure(run, summary, config, task_of(run, config, task), data, limit)
+        judged, source = verdict(folder, rows + read_metrics(folder), method, REWARD_KEYS[method]), "measured now"
+        (folder / "verdict.json").write_text(json.dumps(judged, indent=2) + "\n")
+    settings = json.loads((folder / "heldout" / "settings.json").read_text())
+    return {"run": str(run), "method": method, "steps": summary["steps"], "source": source, "settings": settings} | {
+        "verdict": judged
+    }
+
+
+def side_by_side(results: list[dict]) -> str:
+    """One row per run: held-out before -> after with the paired difference, KL from the start, the checks."""
+    lines = ["| run | method | steps | held-out before -> after | paired difference | KL | checks |", "|---" * 7 + "|"]
+    for r in results:
+        held, drift = r["verdict"]["heldout"], r["verdict"]["drift"]
+        paired = held["paired"]
+        lines.append(
+            f"| {r['run']} | {r['method'].upper()} | {r['steps']} | {held['before']:.1%} -> {held['after']:.1%} "
+            f"(n={held['n']}) | {paired['mean']:+.1%} [{paired['ci95'][0]:+.1%}, {paired['ci95'][1]:+.1%}] "
+            f"| {drift['kl']:.3f} | {', '.join(c['name'] for c in r['verdict']['checks']) or 'none'} |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("runs", nargs="+", help="finished run folders")
+    parser.add_argument("--task", choices=sorted(TASKS), help="held-out task (default: the run's profile's)")
+    parser.add_argument("--data", help="the held-out problems, a local file in the task's format")
+    parser.add_argument("--limit", type=int, default=200, help="the first N held-out problems (measured runs)")
+    one_line_errors()
+    args = parser.parse_args(argv)
+    results = []
+    for run in args.runs:  # every folder checked before any model loads
+        run_record(Path(run))
+    for run in args.runs:
+        result = audit(run, args.task, args.data, args.limit)
+        four_bit = ", 4-bit as trained" if result["settings"].get("four_bit") else ""
+        print(f"{result['method'].upper()} {run}: {result['steps']} steps; held-out {result['source']}{four_bit}")
+        print(describe(result["verdict"], result["settings"]["task"]), end="")
+        results.append(result)
+    if len(results) > 1:
+        print("\n" + side_by_side(results))
+    return results
+
+
+if __name__ == "__main__":
+    main()
