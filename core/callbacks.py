@@ -19,6 +19,7 @@ from transformers import PreTrainedModel, TrainerCallback
 from core.memory_meter import LiveTensorMeter, model_tensors, rss_mb
 from core.run_dir import RUN, record_checkpoint
 from core.storage import write_text_whole, writing
+from core.timing import PHASE_SECONDS, time_split
 from rewards import call_reward
 from rewards.time_limit import REWARD_TIMEOUT_SECONDS, install_alarm_handler, interrupt_main_thread, running
 
@@ -171,6 +172,7 @@ class CostMeter(TrainerCallback):
     torch.cuda.max_memory_allocated on a GPU; on a CPU the peak RSS since training began (the kernel's high-water
     mark, reset through /proc/self/clear_refs). Also wall-clock training seconds, optimizer steps, trainable
     parameters, the number of 4-bit base models held (PPO's critic is a second one), the time spent in each reward,
+    the training seconds split into generation, rewards, held-out evaluation and forward/backward (`time_split`),
     and with `measure_tensors` the live tensor bytes (core.memory_meter). checkpoints.jsonl: when each checkpoint
     was taken, in training seconds (accuracy against compute in the comparison)."""
 
@@ -187,6 +189,7 @@ class CostMeter(TrainerCallback):
         self.start = time.time() - RUN.get("train_seconds_before", 0.0)  # a resumed run's seconds go on counting
         REWARD_TIME.clear()
         REWARD_SCORES.clear()
+        PHASE_SECONDS.clear()
         trainable = [p for p in model.parameters() if p.requires_grad] if model else []
         # ZeRO-3 leaves each rank a partition of every parameter (ds_tensor) and the full size in ds_numel
         self.trainable = sum(getattr(p, "ds_numel", p.numel()) for p in trainable) if model else None
@@ -220,8 +223,12 @@ class CostMeter(TrainerCallback):
     def on_train_end(self, args, state, control, **kwargs):
         if self.meter is not None:
             self.meter.__exit__(None, None, None)
+        train_seconds = time.time() - self.start
+        reward_seconds = sum(spent["seconds"] for spent in REWARD_TIME.values())
         record = {
-            "train_seconds": time.time() - self.start,
+            "train_seconds": train_seconds,
+            # a resumed run's split covers the seconds since it resumed; the rest counts as forward_backward
+            "time_split": time_split(train_seconds, reward_seconds),
             "train_steps": state.global_step,
             "trainable_params": self.trainable,
             "trainable_params_held": self.trainable_held,  # by this rank (rank 0): fewer where parameters are sharded

@@ -16,6 +16,7 @@ from transformers import TrainerCallback
 from core.generation import generate, inference
 from core.storage import write_text_whole, writing
 from core.tasks import TASKS, load_task_data, score
+from core.timing import timed
 
 
 @dataclass
@@ -168,7 +169,10 @@ class HeldoutEval(TrainerCallback):
         }
 
     def evaluate(self, model, step: int) -> dict:
-        model = policy_of(model)
+        with timed("heldout"):
+            return self._evaluate(policy_of(model), step)
+
+    def _evaluate(self, model, step: int) -> dict:
         began = time.monotonic()
         records = score_rows(model, self.tokenizer, self.task.name, self.rows, max_new_tokens=self.max_new_tokens)
         prompts = [self.task.messages(row) for row in self.rows]

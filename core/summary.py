@@ -139,6 +139,7 @@ def finish_run(
         "rewards": {name: {"first": f, "last": la} for name, (f, la) in per_reward.items()},
         "no_signal": {"flag": bool(reasons), "reasons": reasons},
         "verdict": judged | {"settings": heldout},
+        "time_split": cost.get("time_split"),
         "peak_memory_mb": cost.get("peak_memory_mb"),
         "memory_measure": cost.get("measure"),
         "distributed": engine,
@@ -168,6 +169,15 @@ def finish_run(
         else ""
     )
     judgement = describe_verdict(judged, heldout and heldout["task"])
+    split = cost.get("time_split")
+    if split and summary["train_seconds"]:
+        share = {phase: seconds / summary["train_seconds"] for phase, seconds in split.items()}
+        names = {"forward_backward": "forward/backward + optimizer", "heldout": "held-out"}
+        judgement += (
+            "  time     "
+            + ", ".join(f"{names.get(phase, phase)} {split[phase]:.1f} s ({share[phase]:.0%})" for phase in split)
+            + "\n"
+        )
     same = " (the same problems)" if "LIMIT=" in summary["next"][0] else ""
     print(
         f"\n{method.upper()} finished: {summary['steps']} steps in {summary['wall_seconds']:.0f} s "

@@ -21,6 +21,7 @@ from core.distributed import check_engine
 from core.errors import close_progress_bars
 from core.run_dir import RUN
 from core.storage import WriteFailed, describe_failure, is_write_failure, writing
+from core.timing import time_generation
 from rewards import RewardTimeout
 from rewards.time_limit import Expired, stop_interrupting
 
@@ -120,7 +121,8 @@ class StopsCleanly:
 
 
 class RecipeStart:
-    """Seeds before TRL builds the model, checks the engine once the trainer's accelerator exists."""
+    """Seeds before TRL builds the model, checks the engine once the trainer's accelerator exists, and times the
+    policy's generation (cost.json's time split)."""
 
     def __init__(self, *args, **kwargs):
         # TRL builds the LoRA adapter (random A matrices) before transformers' Trainer seeds: seed first, so a run's
@@ -128,6 +130,7 @@ class RecipeStart:
         set_seed(kwargs["args"].seed)
         super().__init__(*args, **kwargs)
         check_engine(self.accelerator.state)
+        time_generation(getattr(self.model, "policy", self.model))  # PPO's model wraps its policy and critic
 
 
 @cache

@@ -120,6 +120,12 @@ def assert_run_summary(run_dir: Path, method: str, printed: str, steps: int = 2,
     assert (summary["signal_first"], summary["signal_last"]) == (first, last)
     cost = json.loads((run_dir / "cost.json").read_text())
     assert summary["peak_memory_mb"] == cost["peak_memory_mb"] > 0 and summary["train_seconds"] > 0
+    split = cost["time_split"]  # where the training seconds went: every one counted once
+    assert summary["time_split"] == split and list(split) == ["generation", "rewards", "heldout", "forward_backward"]
+    assert abs(sum(split.values()) - cost["train_seconds"]) < 1e-6 and split["forward_backward"] > 0
+    assert (split["generation"] > 0) == (method in ("grpo", "ppo"))  # DPO/ORPO train on pairs, generate nothing
+    assert (split["heldout"] > 0) == heldout
+    assert f"  time     generation {split['generation']:.1f} s (" in printed
     assert (run_dir / "metrics.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert f"{method.upper()} finished: {steps} steps in " in printed
     assert f"{REWARD_KEYS[method]} {first:.3f} -> {last:.3f}" in printed
