@@ -115,6 +115,17 @@ def generation_tokens_per_second(model_dir: Path, k: int, new_tokens: int) -> fl
     return len(prompts) * k * new_tokens / seconds
 
 
+def split_cell(split: dict | None) -> str:
+    """Seconds in generation / reward calls / forward-backward + optimizer (cost.json's time split).
+
+    >>> split_cell({"generation": 40.0, "rewards": 1.25, "heldout": 0.0, "forward_backward": 12.5})
+    '40.0 / 1.2 / 12.5'
+    """
+    if not split:
+        return ""
+    return f"{split['generation']:.1f} / {split['rewards']:.1f} / {split['forward_backward']:.1f}"
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default="qwen2.5-7b", help="a shipped short name, a config.json, or a hub id")
@@ -201,12 +212,14 @@ def main(argv=None):
                 "reward_last": None,
                 "completion_length_mean": None,
                 "generation_tokens_per_second": tokens_per_second if method in ("grpo", "ppo") else None,
+                "time_split": cost.get("time_split"),
             }
         )
         print(
             f"{method:>5} {logprobs:>7}: max_memory_allocated {cost['peak_memory_mb'] / 1024:.2f} GB, estimated "
             f"{estimate_mb / 1024:.2f} GB, error {error:+.1%} (live-tensor meter {cost['peak_tensor_mb'] / 1024:.2f}"
-            f" GB); {records[-1]['seconds_per_step']:.1f} s/step",
+            f" GB); {records[-1]['seconds_per_step']:.1f} s/step; time: "
+            + ", ".join(f"{phase} {seconds:.1f} s" for phase, seconds in (cost.get("time_split") or {}).items()),
             flush=True,
         )
     settings = {
@@ -224,8 +237,8 @@ def main(argv=None):
         f"# GPU benchmark: {args.model} in 4-bit + LoRA, {settings['device']}",
         "",
         "| method | log-probs | max_memory_allocated GB | estimated GB | error | s/step | samples/s "
-        "| generation tokens/s | models |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| generation tokens/s | models | generation / rewards / forward-backward s |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in records:
         gen = "" if r["generation_tokens_per_second"] is None else f"{r['generation_tokens_per_second']:.0f}"
@@ -233,7 +246,7 @@ def main(argv=None):
             f"| {r['method']} | {r['logprobs']} | {r['peak_memory_mb'] / 1024:.2f} "
             f"| {r['estimated_memory_mb'] / 1024:.2f} "
             f"| {r['estimate_error']:+.1%} | {r['seconds_per_step']:.1f} "
-            f"| {r['samples_per_second']:.2f} | {gen} | {r['models_in_memory']} |"
+            f"| {r['samples_per_second']:.2f} | {gen} | {r['models_in_memory']} | {split_cell(r['time_split'])} |"
         )
     (out / "summary.md").write_text("\n".join(lines + ["", "```json", json.dumps(settings, indent=2), "```", ""]))
     print((out / "summary.md").read_text())
