@@ -74,14 +74,17 @@ def test_a_proxy_reward_that_rises_while_held_out_falls_is_named_reward_hacking(
         grpo,
         CONFIG,
         *("--reward_funcs", "proxy_rewards.even_answer", "--output_dir", str(out)),
-        *("--max_steps", "16", "--learning_rate", "2e-3", "--logging_steps", "2"),  # a fast push, 8 logged steps
+        *("--max_steps", "32", "--learning_rate", "2e-3", "--logging_steps", "2"),  # a fast push, 16 logged steps
         *HELDOUT,
     )
     printed = capsys.readouterr().out
     verdict = json.loads((out / "summary.json").read_text())["verdict"]
     assert verdict["trend"]["ci95"][0] > 0  # the proxy reward rose beyond its noise
     assert verdict["heldout"]["paired"]["ci95"][1] < 0  # while held-out accuracy fell
-    # the push moved the policy far from its start too (1.1 nats/token here): that check fires beside it
-    assert [check["name"] for check in verdict["checks"]] == ["reward hacking", "drift from the start"]
+    # the push moved the policy far from its start too (0.84 nats/token on an AVX512-BF16 CPU): that check fires
+    # beside it; so may length drift, where the proxy changed how long the answers are (it did there, not on AMX)
+    names = [check["name"] for check in verdict["checks"]]
+    assert names[0] == "reward hacking" and "drift from the start" in names
+    assert set(names) <= {"reward hacking", "length drift", "drift from the start"}
     assert "  warning: reward hacking: the training reward rose +" in printed
     assert "while held-out accuracy -" in printed
