@@ -40,8 +40,9 @@ WORLD_DIR := $(strip $(if $(CONFIG),$(if $(findstring $(TINY_CODE)/,$(CONFIG_TEX
 	$(if $(findstring $(TINY)/,$(CONFIG_TEXT)),$(TINY))),\
 	$(if $(filter tiny,$(PROFILE)),$(TINY),$(if $(filter tiny-code,$(PROFILE)),$(TINY_CODE)))))
 TINY_WORLD := $(if $(WORLD_DIR),$(WORLD_DIR)/world.json)
-TINY_PAIRS := $(strip $(if $(WORLD_DIR),$(if $(or $(if $(CONFIG),,y),$(findstring $(WORLD_DIR)/pairs/,$(CONFIG_TEXT))),\
-	$(WORLD_DIR)/pairs/train.jsonl)))
+# Not when ARGS names the pairs (--dataset_name): a run on other pairs does not wait for the tiny ones to be sampled.
+TINY_PAIRS := $(strip $(if $(findstring --dataset_name,$(ARGS)),,$(if $(WORLD_DIR),\
+	$(if $(or $(if $(CONFIG),,y),$(findstring $(WORLD_DIR)/pairs/,$(CONFIG_TEXT))),$(WORLD_DIR)/pairs/train.jsonl))))
 TASK ?= tiny
 EVAL_MODEL = $(or $(MODEL),$(if $(filter tiny-code,$(TASK)),$(TINY_CODE),$(TINY))/model)
 # The tiny world whose model eval uses, built when missing.

@@ -96,9 +96,10 @@ ANSWER_STYLES = {
 OTHER_PROBLEM_OFFSET = 7  # problem i is answered with problem i+7's gold answer
 
 
-def answer_agreement(path: Path = ANSWER_SETS) -> dict:
+def answer_agreement(path: Path = ANSWER_SETS, direct_other: bool = True) -> dict:
     """{source: {style: counts}}: `correct` / `direct_correct` of `n` completions stating the gold answer scored
-    1.0; `zero` / `direct_zero` of `n_other` completions stating another problem's different answer scored 0.0."""
+    1.0; `zero` / `direct_zero` of `n_other` completions stating another problem's different answer scored 0.0.
+    Without `direct_other`, math-verify alone does not score the other answers (`direct_zero` stays 0)."""
 
     rows = [json.loads(line) for line in path.read_text().splitlines()]
     golds = [row["gold"] for row in rows]
@@ -112,8 +113,12 @@ def answer_agreement(path: Path = ANSWER_SETS) -> dict:
         for kind, answers in (("gold", golds), ("other", others)):
             completions = [template.format(a) for a in answers]
             ours = [score for score, _, _ in check_answers(completions, golds)]
-            direct = pool().map(
-                "rewards.math.direct_verify", [[c, g] for c, g in zip(completions, golds, strict=True)], timeout=10
+            direct = (
+                pool().map(
+                    "rewards.math.direct_verify", [[c, g] for c, g in zip(completions, golds, strict=True)], timeout=10
+                )
+                if kind == "gold" or direct_other
+                else [None] * len(completions)
             )
             for i, row in enumerate(rows):
                 counts = report.setdefault(row["source"], {}).setdefault(

@@ -83,6 +83,10 @@ def test_an_own_config_builds_a_tiny_world_only_when_it_names_one(tmp_path):
         ).stdout
         assert "tasks.shipped" not in planned and "recipes.pairs" not in planned
         assert f"recipes.{target} --config {own}" in planned
+    for target in ("dpo", "ipo", "orpo"):  # pairs of one's own: the tiny ones are not sampled first
+        planned = make("-n", "-B", target, "ARGS=--dataset_name my/pairs.jsonl").stdout
+        assert "recipes.pairs" not in planned and "--dataset_name my/pairs.jsonl" in planned, planned
+        assert "recipes/configs/tiny/pairs.yaml" in make("-n", "-B", target).stdout
     planned = make("-n", "-B", "dpo", f"CONFIG={tiny}").stdout
     assert "tasks.shipped --world tiny-code" in planned and "recipes/configs/tiny-code/pairs.yaml" in planned
     assert "tasks.shipped --world tiny " not in planned

@@ -110,6 +110,8 @@ def test_sigterm_then_resume_continues_the_same_run(tiny_world, tmp_path):
         # tests/recipes/test_bad_numbers.py's)
         "--stop_grace_seconds",
         "0",
+        "--response_length",  # every generation runs to it (no stop token): short, so that 15 steps take seconds
+        "16",
     ]
     straight_log, resumed_log = tmp_path / "straight.jsonl", tmp_path / "resumed.jsonl"
     straight = cli("ppo", *common, "--output_dir", str(tmp_path / "straight"), env={"PROMPT_LOG": str(straight_log)})
