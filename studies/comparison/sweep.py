@@ -4,6 +4,7 @@ test); writes sweep.json and sweep.png."""
 import json
 from pathlib import Path
 
+from core.provenance import commit, cpu
 from core.tasks import TASKS, load_task_data
 from studies.comparison.runs import METHODS, PROFILES, evaluate, recipe_config, train_all
 
@@ -17,6 +18,7 @@ def sweep(
     task = PROFILES[profile]["task"]
     rows = load_task_data(TASKS[task], validation, limit)
     results = []
+    measured = {"commit": commit(), **cpu()}  # rows of several sweeps can sit in one file: each says where it ran
     for index in range(max(len(grid[m]) for m in methods)):
         rates = {m: grid[m][index] for m in methods if index < len(grid[m])}
         folder = out / "sweep" / f"grid-{index}"
@@ -34,6 +36,7 @@ def sweep(
                     "ci95": metrics["sampled_ci95"],
                     "validation_n": len(rows),
                     "k": k,
+                    "measured": measured,
                 }
             )
             print(

@@ -255,3 +255,18 @@ def test_published_tables_are_their_summary_json(profile):
     assert table in (folder / "README.md").read_text()
     if profile == "tiny":
         assert table in (REPO_ROOT / "README.md").read_text()
+
+
+@pytest.mark.parametrize("profile", ["tiny", "tiny-code"])
+def test_the_tiny_configs_train_at_the_learning_rate_their_published_sweep_chose(profile):
+    import yaml
+
+    rows = json.loads((REPO_ROOT / "results" / "compare" / profile / "sweep.json").read_text())
+    chosen = {r["method"]: r for r in rows if r["chosen"]}
+    assert {r["method"] for r in rows} == set(chosen)  # one choice for every method swept
+    for method, row in chosen.items():
+        config = yaml.safe_load((REPO_ROOT / "recipes" / "configs" / profile / f"{method}.yaml").read_text())
+        assert config["learning_rate"] == row["learning_rate"], (profile, method)
+        best = max(r["validation_sampled_pass1"] for r in rows if r["method"] == method)
+        assert row["validation_sampled_pass1"] == best
+    assert chosen["ipo"]["measured"]["commit"]  # a newer sweep's rows say where they ran
