@@ -5,6 +5,7 @@ change PyTorch's and bitsandbytes' CPU kernels (and so a tiny world's weights an
 ['cpu', 'kernel_flags']
 """
 
+import hashlib
 import platform
 import subprocess
 from pathlib import Path
@@ -47,3 +48,22 @@ def commit(repo: Path = REPO) -> str | None:
     except (OSError, subprocess.CalledProcessError):
         return None
     return head.stdout.strip() + ("+changes" if dirty.stdout.strip() else "")
+
+
+# What a published number depends on: the code below the studies and the recipes' configs and the shipped worlds.
+DIGESTED = ("rewards", "tasks", "core", "recipes", "eval", "studies")
+
+
+def code_digest(repo: Path = REPO, folders=DIGESTED) -> str:
+    """SHA-256 over the path and bytes of every .py, .yaml and .json file under `folders` (the shipped worlds'
+    manifest included): two runs with the same digest ran the same code, configs and worlds.
+
+    >>> len(code_digest())
+    64
+    """
+    digest = hashlib.sha256()
+    for folder in folders:
+        for path in sorted((repo / folder).rglob("*")):
+            if path.is_file() and path.suffix in (".py", ".yaml", ".json") and "__pycache__" not in path.parts:
+                digest.update(path.relative_to(repo).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()

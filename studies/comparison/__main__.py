@@ -40,6 +40,7 @@ import time
 from pathlib import Path
 
 from core.errors import one_line_errors
+from core.provenance import code_digest, commit, cpu
 from core.run_dir import library_versions
 from core.tasks import TASKS, load_task_data
 from studies.comparison.report import plot, write_markdown
@@ -144,6 +145,9 @@ def main(argv=None):
         "memory_measure": measure,
         "machine": platform.platform(),
         "processor": platform.processor() or platform.machine(),
+        "commit": commit(),
+        "code_digest": code_digest(),
+        **cpu(),
         "cpus": os.cpu_count(),
         "versions": library_versions(),
         "seconds": round(time.time() - start, 1),

@@ -51,6 +51,9 @@ def test_writes_summary_table_and_plots(compare_results):
         assert record["accuracy"] == record["sampled_pass1"]  # the headline, as settings.json says
     settings = json.loads((compare_results / "settings.json").read_text())
     assert settings["headline"] == "sampled pass@1" and settings["eval_n"] == 24 and settings["prompts"] == 16
+    # where and with what it ran: the commit, a digest of the code, configs and worlds, the CPU and its kernel flags
+    assert "commit" in settings and len(settings["code_digest"]) == 64 and settings["cpu"]
+    assert isinstance(settings["kernel_flags"], list)
     table = (compare_results / "summary.md").read_text()
     for method in ("base", *METHODS):
         assert f"| {method} |" in table
