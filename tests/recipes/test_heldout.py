@@ -82,9 +82,8 @@ def test_a_proxy_reward_that_rises_while_held_out_falls_is_named_reward_hacking(
     assert verdict["trend"]["ci95"][0] > 0  # the proxy reward rose beyond its noise
     assert verdict["heldout"]["paired"]["ci95"][1] < 0  # while held-out accuracy fell
     # the push moved the policy far from its start too (0.84 nats/token on an AVX512-BF16 CPU): that check fires
-    # beside it; so may length drift, where the proxy changed how long the answers are (it did there, not on AMX)
+    # beside it; so may the others where the proxy changed the answers' length or spread (length drift did there)
     names = [check["name"] for check in verdict["checks"]]
     assert names[0] == "reward hacking" and "drift from the start" in names
-    assert set(names) <= {"reward hacking", "length drift", "drift from the start"}
     assert "  warning: reward hacking: the training reward rose +" in printed
     assert "while held-out accuracy -" in printed
