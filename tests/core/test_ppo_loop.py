@@ -85,11 +85,13 @@ def test_one_update_equals_trls_on_the_tiny_model(tiny_world, tmp_path):
     compare(tiny_world / "model", "float32", tmp_path, 5e-5)
 
 
+@pytest.mark.slow  # a PPO update at a 152,064-token vocabulary, twice
 def test_one_update_equals_trls_at_qwen_vocabulary(big_vocab_model, tmp_path):
     full, chunked = compare(big_vocab_model, "float32", tmp_path, 1e-5)
     assert chunked["val/ratio"] == pytest.approx(1.0, abs=1e-6)  # old and new log-probs from the same forward
 
 
+@pytest.mark.slow  # a PPO update at a 152,064-token vocabulary in bf16, twice
 def test_one_update_close_to_trls_at_qwen_vocabulary_bf16(big_vocab_model, tmp_path):
     """bf16: TRL's rollout log-probs come from the generation's scores, its reference's and its training's from
     full forwards, and in bf16 these disagree: at the first update, where policy and reference are the same model,

@@ -148,6 +148,7 @@ def test_sigterm_then_resume_continues_the_same_run(tiny_world, tmp_path):
         assert tree_digest(run / name) == digest, f"{name} changed after resume"
 
 
+@pytest.mark.slow  # the tiny code world: every rollout scored in the sandbox (GRPO's runs in make test-fast)
 def test_two_steps_on_the_tiny_code_world_score_through_the_adapter_in_the_sandbox(tiny_code_world, tmp_path, capsys):
     out = tmp_path / "code-run"
     trainer = run_recipe(

@@ -84,6 +84,7 @@ def humaneval() -> list[dict]:
     return list(read_problems().values())
 
 
+@pytest.mark.slow  # 656 sandboxed programs and as many harness runs
 def test_all_of_humaneval_canonical_solutions_pass_and_swapped_ones_fail_as_in_the_harness(humaneval):
     assert len(humaneval) == 164
     swapped = [humaneval[(i + 1) % len(humaneval)]["canonical_solution"] for i in range(len(humaneval))]
