@@ -59,11 +59,10 @@ def measure(run: Path, summary: dict, config: dict, task: str, data: str | None,
     model, tokenizer = load_for_eval(config["model_name_or_path"], str(run), load_in_4bit=four_bit)
     args = HeldoutArguments(heldout_task=task, heldout_data=data, heldout_limit=limit)
     evaluation = HeldoutEval(str(out), args, tokenizer)
+    evaluation.settings["four_bit"] = four_bit  # written to heldout/settings.json with each evaluation
     with model.disable_adapter():
         evaluation.evaluate(model, 0)
     evaluation.evaluate(model, summary["steps"])
-    settings = json.loads((out / "heldout" / "settings.json").read_text())
-    (out / "heldout" / "settings.json").write_text(json.dumps(settings | {"four_bit": four_bit}, indent=2) + "\n")
     return out
 
 
@@ -73,13 +72,14 @@ def audit(run: str | Path, task: str | None = None, data: str | None = None, lim
     run = Path(run)
     summary, config = run_record(run)
     method = summary["method"]
-    rows = [row for row in read_metrics(run) if "heldout/accuracy" not in row]
-    own = [row for row in read_metrics(run) if "heldout/accuracy" in row]
-    if own and not task and not data:
-        judged, folder, source = verdict(run, read_metrics(run), method, REWARD_KEYS[method]), run, "the run's own"
+    rows = read_metrics(run)
+    training = [row for row in rows if "heldout/accuracy" not in row]
+    if len(training) < len(rows) and not task and not data:  # the run evaluated held-out problems itself
+        judged, folder, source = verdict(run, rows, method, REWARD_KEYS[method]), run, "the run's own"
     else:
         folder = measure(run, summary, config, task_of(run, config, task), data, limit)
-        judged, source = verdict(folder, rows + read_metrics(folder), method, REWARD_KEYS[method]), "measured now"
+        judged = verdict(folder, training + read_metrics(folder), method, REWARD_KEYS[method])
+        source = "measured now"
         (folder / "verdict.json").write_text(json.dumps(judged, indent=2) + "\n")
     settings = json.loads((folder / "heldout" / "settings.json").read_text())
     return {"run": str(run), "method": method, "steps": summary["steps"], "source": source, "settings": settings} | {
