@@ -13,7 +13,9 @@ from pathlib import Path
 import torch
 from transformers import TrainerCallback
 
+from core.errors import UserError
 from core.generation import generate, inference
+from core.reward_task import RewardTask, score_samples
 from core.storage import write_text_whole, writing
 from core.tasks import TASKS, load_task_data, score
 from core.timing import timed
@@ -35,10 +37,24 @@ class HeldoutArguments:
     heldout_max_new_tokens: int | None = field(
         default=None, metadata={"help": "completion budget (default: the task's, as make eval)"}
     )
+    heldout_fraction: float = field(
+        default=0.0,
+        metadata={
+            "help": "your own task: cut this share of the training data before training (seeded by `seed`, never "
+            "trained on) and score it with the run's rewards, as make eval DATA= REWARDS= does"
+        },
+    )
 
     def __post_init__(self):
         if self.heldout_task is not None and self.heldout_task not in TASKS:
             raise ValueError(f"heldout_task {self.heldout_task!r} is not a task; the tasks: {', '.join(TASKS)}")
+        if not 0.0 <= self.heldout_fraction < 1.0:
+            raise ValueError(f"heldout_fraction {self.heldout_fraction} must be in [0, 1)")
+        if self.heldout_fraction and (self.heldout_task or self.heldout_data):
+            raise ValueError(
+                "heldout_fraction cuts the held-out problems from the training data; heldout_task/heldout_data name "
+                "other ones: set one of them"
+            )
         if self.heldout_eval_steps < 0:
             raise ValueError(f"heldout_eval_steps {self.heldout_eval_steps} must be >= 0 (0: start and end only)")
 
@@ -87,6 +103,9 @@ def score_rows(
         for i, (completion, (s, extracted, reason)) in enumerate(zip(completions, verdicts, strict=True))
     ]
 
+
+# What each held-out evaluation keeps per problem (heldout/step-<N>.jsonl; an own task's records have no extracted).
+RECORD_KEYS = ("index", "score", "extracted", "completion")
 
 # Logit elements one drift batch may hold (x 4 bytes, a few copies): ~0.5 GB at a 7B model's 152k vocabulary.
 DRIFT_LOGITS_BUDGET = 2**27
@@ -151,22 +170,103 @@ def policy_of(model):
     return getattr(model, "policy", model)
 
 
-class HeldoutEval(TrainerCallback):
-    """Greedy held-out accuracy and drift at step 0, every `eval_steps` and at the end (rank 0 of one process)."""
+@dataclass
+class OwnHeldout:
+    """Your own task's held-out problems: rows never trained on, scored by the run's rewards (`RewardTask`)."""
 
-    def __init__(self, output_dir: str, args: HeldoutArguments, tokenizer):
-        task = TASKS[args.heldout_task]
-        self.task, self.tokenizer, self.out = task, tokenizer, Path(output_dir)
-        self.rows = load_task_data(task, args.heldout_data, args.heldout_limit)
-        self.max_new_tokens = args.heldout_max_new_tokens or task.max_new_tokens
+    task: RewardTask
+    rows: list[dict]
+    max_new_tokens: int
+    origin: str  # where the rows came from, for settings.json
+
+
+def cut_heldout(dataset, args: HeldoutArguments, seed: int, source: str):
+    """(training rows, held-out rows or None): `heldout_fraction` of the data cut off before training, seeded, so
+    that no held-out row is ever trained on."""
+    if not args.heldout_fraction:
+        return dataset, None
+    n = round(len(dataset) * args.heldout_fraction)
+    if n < 1 or n >= len(dataset):
+        raise UserError(
+            f"heldout_fraction {args.heldout_fraction:g} of the {len(dataset)} rows of {source} leaves {n} held out "
+            f"and {len(dataset) - n} to train on; both need at least one"
+        )
+    split = dataset.train_test_split(test_size=n, seed=seed, shuffle=True)
+    return split["train"], split["test"]
+
+
+def own_heldout(args: HeldoutArguments, held, script_args, weights, funcs, max_new_tokens: int) -> OwnHeldout | None:
+    """The run's own held-out task, checked before any model loads: the rows `cut_heldout` kept back, or
+    `heldout_data` (without `heldout_task`) loaded with the training data's checks; the first `heldout_limit`."""
+    if args.heldout_task or args.heldout_limit <= 0 or (held is None and not args.heldout_data):
+        return None
+    from core.data import load_data, prompt_columns, with_code_test_columns
+    from rewards import required_columns
+
+    names = list(script_args.reward_funcs)
+    if held is None:
+        needed = [*prompt_columns(script_args.prompt_column, script_args.prompt_template), *required_columns(names)]
+        held = load_data(args.heldout_data, required_columns=needed, drop_incomplete=script_args.drop_incomplete_rows)
+        held = with_code_test_columns(held, names, args.heldout_data)
+        origin = args.heldout_data
+    else:
+        origin = f"heldout_fraction {args.heldout_fraction:g} of {script_args.dataset_name}"
+    held = held.select(range(min(args.heldout_limit, len(held))))
+    task = RewardTask(
+        script_args.dataset_name,
+        names,
+        list(weights or [1.0] * len(names)),
+        list(funcs),
+        script_args.prompt_column,
+        script_args.prompt_template,
+        script_args.system_prompt,
+    )
+    return OwnHeldout(task, [dict(row) for row in held], max_new_tokens, origin)
+
+
+def refuse_own_heldout(args: HeldoutArguments, method: str) -> None:
+    """A run without rewards of its own (DPO, ORPO, PPO with a reward model) cannot score its own held-out rows."""
+    if not args.heldout_task and (args.heldout_fraction or args.heldout_data):
+        asked = f"heldout_fraction {args.heldout_fraction:g}" if args.heldout_fraction else "heldout_data alone"
+        raise UserError(
+            f"{asked} scores held-out rows with the run's own rewards, and {method} has none: name the task that "
+            "scores them with heldout_task (and heldout_data for its problems)"
+        )
+
+
+class HeldoutEval(TrainerCallback):
+    """Greedy held-out accuracy and drift at step 0, every `eval_steps` and at the end (rank 0 of one process): a
+    built-in task (`heldout_task`) scored by its verifier, or the run's own task (`own`) scored by its rewards."""
+
+    def __init__(self, output_dir: str, args: HeldoutArguments, tokenizer, own: OwnHeldout | None = None):
+        self.own, self.tokenizer, self.out = own, tokenizer, Path(output_dir)
         self.eval_steps, self.done = args.heldout_eval_steps, set()
+        if own is not None:
+            self.task, self.rows = own.task, own.rows
+            self.max_new_tokens = args.heldout_max_new_tokens or own.max_new_tokens
+            problems = self.out / "heldout" / "problems.jsonl"  # what make eval DATA= needs to score the same rows
+            data, extra = str(problems), {"origin": own.origin, "rewards": own.task.reward_names}
+            extra["reward_weights"] = own.task.reward_weights
+        else:
+            self.task = TASKS[args.heldout_task]
+            self.rows = load_task_data(self.task, args.heldout_data, args.heldout_limit)
+            self.max_new_tokens = args.heldout_max_new_tokens or self.task.max_new_tokens
+            data, extra = args.heldout_data, {}
         self.settings = {
-            "task": task.name,
-            "data": args.heldout_data,
+            "task": self.task.name,
+            "data": data,
             "n": len(self.rows),
             "max_new_tokens": self.max_new_tokens,
             "eval_steps": self.eval_steps,
+            **extra,
         }
+
+    def _records(self, model) -> list[dict]:
+        if self.own is None:
+            return score_rows(model, self.tokenizer, self.task.name, self.rows, max_new_tokens=self.max_new_tokens)
+        prompts = [self.task.messages(row) for row in self.rows]
+        samples = generate(model, self.tokenizer, prompts, max_new_tokens=self.max_new_tokens)
+        return score_samples(self.task, self.rows, samples)[1]
 
     def evaluate(self, model, step: int) -> dict:
         with timed("heldout"):
@@ -174,7 +274,7 @@ class HeldoutEval(TrainerCallback):
 
     def _evaluate(self, model, step: int) -> dict:
         began = time.monotonic()
-        records = score_rows(model, self.tokenizer, self.task.name, self.rows, max_new_tokens=self.max_new_tokens)
+        records = self._records(model)
         prompts = [self.task.messages(row) for row in self.rows]
         with inference(model):
             moved = drift(model, self.tokenizer, prompts, [r["completion"] for r in records], self.max_new_tokens)
@@ -189,11 +289,13 @@ class HeldoutEval(TrainerCallback):
         with writing("held-out records", folder):
             folder.mkdir(parents=True, exist_ok=True)
         write_text_whole(folder / "settings.json", json.dumps(self.settings, indent=2) + "\n")
+        if self.own is not None and not (folder / "problems.jsonl").is_file():
+            write_text_whole(
+                folder / "problems.jsonl", "".join(json.dumps(row, default=str) + "\n" for row in self.rows)
+            )
         write_text_whole(
             folder / f"step-{step}.jsonl",
-            "".join(
-                json.dumps({k: r[k] for k in ("index", "score", "extracted", "completion")}) + "\n" for r in records
-            ),
+            "".join(json.dumps({k: r.get(k) for k in RECORD_KEYS}) + "\n" for r in records),
         )
         with writing("metrics.jsonl", self.out), open(self.out / "metrics.jsonl", "a") as fh:
             fh.write(json.dumps(row) + "\n")
@@ -216,10 +318,12 @@ class HeldoutEval(TrainerCallback):
         self._maybe(state, model)
 
 
-def heldout_callbacks(output_dir: str, args: HeldoutArguments, tokenizer) -> list:
-    """[HeldoutEval] when a held-out task is set and the run is one process (under several, generation would need
-    every rank: `make audit` measures such a run afterwards)."""
-    if not args.heldout_task or args.heldout_limit <= 0:
+def heldout_callbacks(output_dir: str, args: HeldoutArguments, tokenizer, own: OwnHeldout | None = None) -> list:
+    """[HeldoutEval] when a held-out task is set (or the run's own, `own`) and the run is one process (under several,
+    generation would need every rank: `make audit` measures such a run afterwards)."""
+    if own is None:
+        refuse_own_heldout(args, "this method")
+    if (not args.heldout_task and own is None) or args.heldout_limit <= 0:
         return []
     from accelerate import PartialState
 
@@ -230,4 +334,4 @@ def heldout_callbacks(output_dir: str, args: HeldoutArguments, tokenizer) -> lis
             "(make eval on the adapter measures it afterwards)"
         )
         return []
-    return [HeldoutEval(output_dir, args, tokenizer)]
+    return [HeldoutEval(output_dir, args, tokenizer, own)]

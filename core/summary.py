@@ -57,7 +57,8 @@ def eval_command(
             data = f" DATA={shlex.quote(heldout['data'])}" if heldout.get("data") else ""
             return f"{base} TASK={task}{data} LIMIT={heldout['n']}" + (" ARGS=--load_in_4bit" if four_bit else "")
         return f"{base} TASK={task}"
-    parts = [base, f"DATA={shlex.quote(dataset)}", f"REWARDS={','.join(names)}"]
+    own = heldout if heldout and heldout["task"].startswith("rewards:") else None  # the rows held out, scored alike
+    parts = [base, f"DATA={shlex.quote(own['data'] if own else dataset)}", f"REWARDS={','.join(names)}"]
     if weights and any(w != 1.0 for w in weights):
         parts.append("REWARD_WEIGHTS=" + ",".join(f"{w:g}" for w in weights))
     for variable, field in (
@@ -68,6 +69,9 @@ def eval_command(
         value = getattr(script_args, field, None)
         if value and not (field == "prompt_column" and value == "question"):
             parts.append(f"{variable}={shlex.quote(value)}")
+    if own:
+        flags = " ".join(["--load_in_4bit"] * four_bit + [f"--max_new_tokens {own['max_new_tokens']}"])
+        parts += [f"LIMIT={own['n']}", f'ARGS="{flags}"']
     return " ".join(parts)
 
 

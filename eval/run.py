@@ -1,5 +1,5 @@
 """Evaluate a base model or a LoRA adapter on a math or code benchmark with the training verifiers, or on your own
-task: any dataset scored by any rewards (eval/custom_task.py).
+task: any dataset scored by any rewards (core/reward_task.py).
 
 Usage:
     make eval MODEL=artifacts/tiny/model TASK=tiny LIMIT=20
@@ -26,10 +26,10 @@ from core.errors import UserError, one_line_errors
 from core.generation import generate
 from core.heldout import score_rows
 from core.models import check_adapter, check_model, completion_room, load_model, load_tokenizer, max_positions
+from core.reward_task import load_reward_task, score_samples
 from core.run_dir import library_versions
 from core.storage import write_text_whole
 from core.tasks import TASKS, load_task_data
-from eval.custom_task import load_reward_task, score_samples
 from rewards.sandbox import SandboxUnavailable, isolation_mode, isolation_record
 
 METRICS = Path(__file__).parent / "metrics"

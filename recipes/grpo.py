@@ -22,7 +22,7 @@ from core.data import (
     warn_unparseable_golds,
     with_code_test_columns,
 )
-from core.heldout import HeldoutArguments, heldout_callbacks
+from core.heldout import HeldoutArguments, cut_heldout, heldout_callbacks, own_heldout
 from core.logprob_trainers import check_logprobs, with_logprobs
 from core.models import check_model, load_tokenizer, model_kwargs, prompt_room
 from core.run_dir import resolve_run_dir, write_run_files
@@ -116,6 +116,7 @@ def main(
         required_columns=needed,
         drop_incomplete=script_args.drop_incomplete_rows,
     )
+    dataset, held = cut_heldout(dataset, heldout_args, training_args.seed, script_args.dataset_name)
     if script_args.max_train_samples:
         dataset = dataset.select(range(min(script_args.max_train_samples, len(dataset))))
     warn_unparseable_golds(dataset, script_args.reward_funcs, script_args.dataset_name)
@@ -134,17 +135,18 @@ def main(
     dataset = fit_prompt_column(dataset, tokenizer, room, script_args.dataset_name, script_args.truncate_long_prompts)
 
     # ----- rewards -----
-    reward_funcs = [
-        TimedReward(f, script_args.reward_timeout)
-        for f in get_reward_funcs(script_args.reward_funcs, script_args.reward_kwargs)
-    ]
+    funcs = get_reward_funcs(script_args.reward_funcs, script_args.reward_kwargs)
+    reward_funcs = [TimedReward(f, script_args.reward_timeout) for f in funcs]
+    own = own_heldout(
+        heldout_args, held, script_args, training_args.reward_weights, funcs, training_args.max_completion_length
+    )
 
     # ----- model -----
     resume = resolve_run_dir(training_args, "grpo", script_args.profile, script_args.reuse_output_dir)
     training_args.model_init_kwargs = model_kwargs(model_args)
 
     # ----- held-out: accuracy and drift at the start, every heldout_eval_steps, the end -----
-    heldout = heldout_callbacks(training_args.output_dir, heldout_args, tokenizer)
+    heldout = heldout_callbacks(training_args.output_dir, heldout_args, tokenizer, own)
 
     # ----- trainer -----
     trainer = recipe_trainer(with_logprobs(GRPOTrainer, script_args.logprobs))(

@@ -30,7 +30,7 @@ from core.data import (
 )
 from core.distributed import requested_zero_stage
 from core.errors import DataError
-from core.heldout import HeldoutArguments, heldout_callbacks
+from core.heldout import HeldoutArguments, cut_heldout, heldout_callbacks, own_heldout, refuse_own_heldout
 from core.logprob_trainers import check_logprobs
 from core.models import check_model, load_model, load_tokenizer, prompt_room
 from core.ppo_loop import ChunkedPPOTrainer
@@ -105,6 +105,8 @@ def main(
         weights = script_args.reward_weights or [1.0] * len(reward_funcs)
         if len(weights) != len(reward_funcs):
             raise SystemExit(f"reward_weights has {len(weights)} entries for {len(reward_funcs)} reward_funcs")
+    if script_args.use_reward_model:
+        refuse_own_heldout(heldout_args, "PPO with a reward model")
     if not model_args.use_peft:
         raise SystemExit("this recipe trains LoRA adapters (use_peft: true): the reference is the adapter-less base")
     check_logprobs(script_args.logprobs, "ppo", training_args)
@@ -126,6 +128,7 @@ def main(
         required_columns=needed,
         drop_incomplete=script_args.drop_incomplete_rows,
     )
+    dataset, held = cut_heldout(dataset, heldout_args, training_args.seed, script_args.dataset_name)
     if script_args.max_train_samples:
         dataset = dataset.select(range(min(script_args.max_train_samples, len(dataset))))
     batch = prompts_per_update(training_args)
@@ -173,6 +176,13 @@ def main(
             for ids, row in zip(train_dataset["input_ids"], dataset, strict=True)
         }
         reward_model = RewardFunctionModel(tokenizer, reward_funcs, weights, prompts_to_columns)
+    own = (
+        None
+        if script_args.use_reward_model
+        else own_heldout(
+            heldout_args, held, script_args, weights, [f.func for f in reward_funcs], training_args.response_length
+        )
+    )
 
     # ----- model -----
     resume = resolve_run_dir(training_args, "ppo", script_args.profile, script_args.reuse_output_dir)
@@ -189,7 +199,7 @@ def main(
             model.activation_checkpointing_enable(training_args.activation_checkpointing_kwargs)
 
     # ----- held-out: accuracy and drift at the start, every heldout_eval_steps, the end -----
-    heldout = heldout_callbacks(training_args.output_dir, heldout_args, tokenizer)
+    heldout = heldout_callbacks(training_args.output_dir, heldout_args, tokenizer, own)
 
     # ----- trainer -----
     trainer = recipe_trainer(ChunkedPPOTrainer if script_args.logprobs == "chunked" else ResumablePPOTrainer)(

@@ -1,6 +1,7 @@
 """Your own task, end to end through make targets, with a reward module outside the checkout that reads its own
-column: scored (make score), trained with (make grpo CONFIG=), evaluated (the summary's suggested make eval), and two
-evaluations compared (make eval-compare). No project file is edited."""
+column: scored (make score), trained with (make grpo CONFIG=) with a quarter of the data held out and scored by the
+run's rewards during training, evaluated (the summary's suggested make eval, which gives the run's own held-out
+numbers), and two evaluations compared (make eval-compare). No project file is edited."""
 
 import json
 import os
@@ -74,6 +75,7 @@ def test_own_reward_own_column_scored_trained_and_evaluated(tiny_world, tmp_path
         "logging_steps": 1,
         "reward_funcs": ["math_accuracy", "myrewards.names_unit"],
         "reward_weights": [1.0, 0.5],
+        "heldout_fraction": 0.25,
     }
     own = user / "grpo.yaml"
     own.write_text(yaml.safe_dump(config))
@@ -82,21 +84,35 @@ def test_own_reward_own_column_scored_trained_and_evaluated(tiny_world, tmp_path
     assert set(summary["rewards"]) == {"math_accuracy", "names_unit"}
     suggested = summary["next"][0]
     assert suggested in trained
+    problems = run / "heldout" / "problems.jsonl"
     assert (
-        f"DATA={data} REWARDS=math_accuracy,myrewards.names_unit REWARD_WEIGHTS=1,0.5 PROMPT_COLUMN=problem"
+        f"DATA={problems} REWARDS=math_accuracy,myrewards.names_unit REWARD_WEIGHTS=1,0.5 PROMPT_COLUMN=problem"
         in suggested
     )
+    # the held-out block, as for a built-in task: 6 of the 24 rows, never trained on, scored by the run's rewards
+    held = summary["verdict"]["heldout"]
+    assert held["n"] == 6 and held["steps"] == [0, 2]
+    assert "held-out rewards:math_accuracy,myrewards.names_unit, 6 problems, greedy: " in trained
+    assert "drift     KL from the start" in trained
+    held_rows = [json.loads(line) for line in problems.read_text().splitlines()]
+    assert len(held_rows) == 6 and all(
+        r in [json.loads(line) for line in data.read_text().splitlines()] for r in held_rows
+    )
+    settings = json.loads((run / "heldout" / "settings.json").read_text())
+    assert settings["origin"] == f"heldout_fraction 0.25 of {data}"
 
-    # evaluate: exactly the suggested command (a few problems), and the base model the same way
-    evaluated = make(*shlex.split(suggested)[1:], "LIMIT=6", f"OUT={tmp_path / 'adapter'}", env=env).stdout
+    # evaluate: exactly the suggested command (its 6 held-out problems), and the base model the same way; they
+    # give the run's own held-out before -> after
+    evaluated = make(*shlex.split(suggested)[1:], f"OUT={tmp_path / 'adapter'}", env=env).stdout
     assert "rewards:math_accuracy,myrewards.names_unit: accuracy" in evaluated
     make(
         *[a for a in shlex.split(suggested)[1:] if not a.startswith("ADAPTER=")],
-        "LIMIT=6",
         f"OUT={tmp_path / 'base'}",
         env=env,
     )
     results = json.loads((tmp_path / "adapter" / "results.json").read_text())
+    base = json.loads((tmp_path / "base" / "results.json").read_text())
+    assert (base["accuracy"], results["accuracy"]) == (held["before"], held["after"])
     assert results["n"] == 6 and results["rewards"] == ["math_accuracy", "myrewards.names_unit"]
     assert results["pass_threshold"] == 1.5 and 0 <= results["accuracy"] <= 1
     assert set(results["reward_means"]) == {"math_accuracy", "myrewards.names_unit"}
