@@ -50,14 +50,15 @@ def eval_command(
     shipped = CONFIGS / profile / f"{method}.yaml"
     shipped_data = yaml.safe_load(shipped.read_text()).get("dataset_name") if shipped.is_file() else None
     dataset = getattr(script_args, "dataset_name", None)
-    if not names or (
+    own = heldout if heldout and heldout["task"].startswith("rewards:") else None  # the rows held out, scored alike
+    built_in = not names or (
         TASK_VERIFIERS.get(task) in names and all("." not in n for n in names) and dataset == shipped_data
-    ):
+    )
+    if built_in and not own:
         if heldout and heldout["task"] == task:  # the problems and the base the run's held-out numbers came from
             data = f" DATA={shlex.quote(heldout['data'])}" if heldout.get("data") else ""
             return f"{base} TASK={task}{data} LIMIT={heldout['n']}" + (" ARGS=--load_in_4bit" if four_bit else "")
         return f"{base} TASK={task}"
-    own = heldout if heldout and heldout["task"].startswith("rewards:") else None  # the rows held out, scored alike
     parts = [base, f"DATA={shlex.quote(own['data'] if own else dataset)}", f"REWARDS={','.join(names)}"]
     if weights and any(w != 1.0 for w in weights):
         parts.append("REWARD_WEIGHTS=" + ",".join(f"{w:g}" for w in weights))
