@@ -234,6 +234,20 @@ def refuse_own_heldout(args: HeldoutArguments, method: str) -> None:
         )
 
 
+def cost_line(n: int, seconds: float, planned: list[int]) -> str:
+    """What held-out evaluation will cost this run, from the start model's evaluation just measured.
+
+    >>> cost_line(200, 41.5, [100, 200])
+    'held-out: 200 problems took 41.5 s at step 0; 2 more evaluations (steps 100, 200) will take about 83 s'
+    """
+    shown = ", ".join(map(str, planned[:6])) + (", ..." if len(planned) > 6 else "")
+    return (
+        f"held-out: {n} problems took {seconds:.1f} s at step 0; {len(planned)} more evaluation"
+        f"{'s' if len(planned) != 1 else ''} (step{'s' if len(planned) != 1 else ''} {shown}) will take about "
+        f"{seconds * len(planned):.0f} s"
+    )
+
+
 class HeldoutEval(TrainerCallback):
     """Greedy held-out accuracy and drift at step 0, every `eval_steps` and at the end (rank 0 of one process): a
     built-in task (`heldout_task`) scored by its verifier, or the run's own task (`own`) scored by its rewards."""
@@ -300,15 +314,23 @@ class HeldoutEval(TrainerCallback):
         with writing("metrics.jsonl", self.out), open(self.out / "metrics.jsonl", "a") as fh:
             fh.write(json.dumps(row) + "\n")
         self.done.add(step)
+        self.last_seconds = row["heldout/seconds"]
         return row
 
     def _maybe(self, state, model):
         if state.is_world_process_zero and state.global_step not in self.done and model is not None:
             self.evaluate(model, state.global_step)
 
+    def planned(self, start: int, max_steps: int) -> list[int]:
+        """The steps after `start` at which this run will evaluate: every `eval_steps`, and the end."""
+        every = range(start + 1, max_steps + 1) if self.eval_steps else ()
+        return sorted({s for s in every if s % self.eval_steps == 0} | {max_steps} - {start})
+
     def on_train_begin(self, args, state, control, model=None, **kwargs):
         if state.global_step == 0 and not (self.out / "heldout" / "step-0.jsonl").is_file():
             self._maybe(state, model)
+            if state.is_world_process_zero and 0 in self.done:
+                print(cost_line(self.settings["n"], self.last_seconds, self.planned(0, state.max_steps)), flush=True)
 
     def on_step_end(self, args, state, control, model=None, **kwargs):
         if self.eval_steps and state.global_step % self.eval_steps == 0:
