@@ -59,9 +59,9 @@ def tiny_pairs(tiny_world, tmp_path_factory) -> Path:
     return out
 
 
-def small_comparison(profile: str, out: Path) -> Path:
+def small_comparison(profile: str, out: Path, *methods: str) -> Path:
     """`make compare` at a small budget (16 prompts, 24 held-out problems, 2 samples each), through the real CLI:
-    four trainings in their own processes, five evaluations, summary and plots."""
+    each method's training in its own process (all of them, or `methods`), their evaluations, summary and plots."""
     import subprocess
     import sys
 
@@ -82,6 +82,7 @@ def small_comparison(profile: str, out: Path) -> Path:
             "1",
             "--out",
             str(out),
+            *(["--methods", *methods] if methods else []),
         ],
         cwd=REPO_ROOT,
         capture_output=True,
@@ -99,4 +100,6 @@ def compare_results(tiny_world, tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def code_compare_results(tiny_code_world, tmp_path_factory) -> Path:
-    return small_comparison("tiny-code", tmp_path_factory.mktemp("compare-code"))
+    # one method that scores its own completions while training and one that trains on pairs scored before: the
+    # schema and the reward costs of both kinds (the math comparison runs all five)
+    return small_comparison("tiny-code", tmp_path_factory.mktemp("compare-code"), "grpo", "dpo")

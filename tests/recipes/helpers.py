@@ -156,5 +156,6 @@ def assert_heldout_block(run_dir: Path, printed: str, steps: int) -> dict:
     assert "  drift     KL from the start " in printed and f"LIMIT={settings['n']}" in printed
     # what held-out evaluation will cost, printed once the start model's evaluation has been timed
     took = evaluations[0]["heldout/seconds"]
-    assert f"held-out: {settings['n']} problems took {took:.1f} s at step 0; 1 more evaluation (step {steps})" in printed
+    cost = f"held-out: {settings['n']} problems took {took:.1f} s at step 0; 1 more evaluation (step {steps})"
+    assert cost in printed
     return held
