@@ -23,6 +23,10 @@ from tests.conftest import REPO_ROOT
 
 QWEN_VOCAB = 152_064
 FP32_TOLERANCE = 1e-5
+# LoRA gradients sum over every token and layer in another order on each path, and the order's rounding depends on
+# the CPU's vector width: 1.17e-5 on an AVX2-only CPU (GRPO, tiny model), under 1e-5 with AVX-512. A wrong log-prob
+# (a shifted token, a missed mask) moves them by 1e-2 or more. PPO's loop takes the same 5e-5 (test_ppo_loop.py).
+FP32_GRAD_TOLERANCE = 5e-5
 
 
 @pytest.fixture(scope="module")
@@ -138,12 +142,12 @@ def compare(method, path, dtype, rows, tmp_path, loss_tolerance, grad_tolerance)
 
 @pytest.mark.parametrize("method", ["grpo", "dpo", "ipo", "orpo"])
 def test_one_step_equals_trls_on_the_tiny_model_fp32(method, tiny_world, rows, tmp_path):
-    compare(method, tiny_world / "model", "float32", rows, tmp_path, FP32_TOLERANCE, FP32_TOLERANCE)
+    compare(method, tiny_world / "model", "float32", rows, tmp_path, FP32_TOLERANCE, FP32_GRAD_TOLERANCE)
 
 
 @pytest.mark.parametrize("method", ["grpo", "dpo", "orpo"])
 def test_one_step_equals_trls_at_qwen_vocabulary_fp32(method, big_vocab_model, rows, tmp_path):
-    trainer = compare(method, big_vocab_model, "float32", rows, tmp_path, FP32_TOLERANCE, FP32_TOLERANCE)
+    trainer = compare(method, big_vocab_model, "float32", rows, tmp_path, FP32_TOLERANCE, FP32_GRAD_TOLERANCE)
     per_token_logps_equal(method, trainer, rows, FP32_TOLERANCE)
 
 
