@@ -13,12 +13,14 @@ from pathlib import Path
 import torch
 from transformers import TrainerCallback
 
+from core.data import load_data, prompt_columns, with_code_test_columns
 from core.errors import UserError
 from core.generation import generate, inference
 from core.reward_task import RewardTask, score_samples
 from core.storage import write_text_whole, writing
 from core.tasks import TASKS, load_task_data, score
 from core.timing import timed
+from rewards import required_columns
 
 
 @dataclass
@@ -200,9 +202,6 @@ def own_heldout(args: HeldoutArguments, held, script_args, weights, funcs, max_n
     `heldout_data` (without `heldout_task`) loaded with the training data's checks; the first `heldout_limit`."""
     if args.heldout_task or args.heldout_limit <= 0 or (held is None and not args.heldout_data):
         return None
-    from core.data import load_data, prompt_columns, with_code_test_columns
-    from rewards import required_columns
-
     names = list(script_args.reward_funcs)
     if held is None:
         needed = [*prompt_columns(script_args.prompt_column, script_args.prompt_template), *required_columns(names)]
