@@ -25,11 +25,16 @@ export TORCH_EXTENSIONS_DIR ?= $(abspath $(VENV))/torch_extensions
 ##@                     eval DATA=... REWARDS=...: your own task, prompted as the recipes prompt it
 ##@ RUN="dir [dir]"     plot, audit: run folders; A=results.json B=results.json: eval-compare
 ##@ SEEDS=3             compare: seeds per method
+##@ TEST_WORKERS=2      test, test-fast: parallel pytest workers (0: one process)
 ##@ GPU_GB=24 SEQ=n     estimate: GPU size to check against, scored tokens per sequence
 PROFILE ?= tiny
 CONFIG ?=
 ARGS ?=
 SEEDS ?= 3
+# pytest-xdist workers for make test / test-fast: two keep both cores busy, since most of the suite runs one thread at
+# a time (tests/conftest.py groups the tests so that shared fixtures are built once); 0 runs it in this process.
+TEST_WORKERS ?= 2
+XDIST := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgroup)
 GPU_GB ?= 24
 # `k` was estimate's name for K before the two were one variable; a command that still uses it keeps working.
 K ?= $(k)
@@ -82,11 +87,11 @@ $(VENV)/.installed: requirements.txt requirements-dev.txt pyproject.toml
 
 install: $(VENV)/.installed ## the pinned stack and this project (editable) into .venv
 
-test: install ## the whole test suite (CI runs this)
-	$(PY) -m pytest
+test: install ## the whole test suite (CI runs this; TEST_WORKERS=2)
+	$(PY) -m pytest $(XDIST)
 
 test-fast: install ## the suite without the tests marked slow: the inner loop
-	$(PY) -m pytest -m "not slow"
+	$(PY) -m pytest $(XDIST) -m "not slow"
 
 lint: install ## ruff check and ruff format --check
 	$(VENV)/bin/ruff check .

@@ -13,6 +13,7 @@ conversion, a partial download) stops here, in one line, not as a base model tha
 """
 
 import argparse
+import fcntl
 import hashlib
 import json
 import shutil
@@ -84,6 +85,15 @@ def install(world: str, out: str | Path, source: Path = SHIPPED) -> str:
     """Installs a shipped world at `out` (copying only files that differ) and checks it; returns what it did."""
     out = Path(out)
     expected = verify_shipped(world, source)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    # Two installs of one folder at once (two make targets, parallel test workers) take turns: the second finds the
+    # files in place instead of removing the first's half-copied ones.
+    with open(out.parent / f".{out.name}.install.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _install(world, out, source, expected)
+
+
+def _install(world: str, out: Path, source: Path, expected: dict[str, str]) -> str:
     before = world_files(out) if out.exists() else {}
     changed = [p for p, digest in expected.items() if before.get(p) != digest]
     model_changed = any(p.startswith("model/") for p in changed) and any(p.startswith("model/") for p in before)

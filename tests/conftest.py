@@ -103,3 +103,29 @@ def code_compare_results(tiny_code_world, tmp_path_factory) -> Path:
     # one method that scores its own completions while training and one that trains on pairs scored before: the
     # schema and the reward costs of both kinds (the math comparison runs all five)
     return small_comparison("tiny-code", tmp_path_factory.mktemp("compare-code"), "grpo", "dpo")
+
+
+# `make test` runs on two pytest-xdist workers (most of the suite is single-threaded Python: imports, tiny-model
+# steps, sandboxed programs). Each file runs whole on one worker, so its module fixtures are built once; the tests
+# that read the comparison's fixtures share one worker, so it runs once. The longest groups go first, so that
+# neither worker is left with one of them at the end.
+SHARED_GROUPS = {"compare_results": "comparison", "code_compare_results": "comparison"}
+LONGEST_FIRST = (
+    "comparison",
+    "tests/studies/memory/test_validation.py",
+    "tests/recipes/test_distributed.py",
+    "tests/recipes/test_heldout.py",
+    "tests/recipes/test_7b_offline.py",
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    def group(item) -> str:
+        shared = [SHARED_GROUPS[name] for name in getattr(item, "fixturenames", ()) if name in SHARED_GROUPS]
+        return shared[0] if shared else item.nodeid.split("::")[0]
+
+    groups = {item.nodeid: group(item) for item in items}
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(groups[item.nodeid]))
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(groups[item.nodeid], len(rank)))
