@@ -39,6 +39,16 @@ class HeldoutArguments:
     heldout_max_new_tokens: int | None = field(
         default=None, metadata={"help": "completion budget (default: the task's, as make eval)"}
     )
+    heldout_k: int = field(
+        default=1,
+        metadata={
+            "help": "also sample k completions per problem at heldout_temperature and log sampled pass@1 beside "
+            "greedy accuracy (1: greedy only)"
+        },
+    )
+    heldout_temperature: float = field(
+        default=0.7, metadata={"help": "temperature of the heldout_k samples (the shipped configs' training one)"}
+    )
     heldout_fraction: float = field(
         default=0.0,
         metadata={
@@ -57,6 +67,10 @@ class HeldoutArguments:
                 "heldout_fraction cuts the held-out problems from the training data; heldout_task/heldout_data name "
                 "other ones: set one of them"
             )
+        if self.heldout_k < 1:
+            raise ValueError(f"heldout_k {self.heldout_k} must be >= 1 (1: greedy only)")
+        if self.heldout_k > 1 and self.heldout_temperature <= 0:
+            raise ValueError(f"heldout_k {self.heldout_k} samples need heldout_temperature > 0")
         if self.heldout_eval_steps < 0:
             raise ValueError(f"heldout_eval_steps {self.heldout_eval_steps} must be >= 0 (0: start and end only)")
 
@@ -265,21 +279,40 @@ class HeldoutEval(TrainerCallback):
             self.rows = load_task_data(self.task, args.heldout_data, args.heldout_limit)
             self.max_new_tokens = args.heldout_max_new_tokens or self.task.max_new_tokens
             data, extra = args.heldout_data, {}
+        self.k, self.temperature = args.heldout_k, args.heldout_temperature
         self.settings = {
             "task": self.task.name,
             "data": data,
             "n": len(self.rows),
             "max_new_tokens": self.max_new_tokens,
             "eval_steps": self.eval_steps,
+            **({"k": self.k, "temperature": self.temperature} if self.k > 1 else {}),
             **extra,
         }
 
-    def _records(self, model) -> list[dict]:
+    def _records(self, model, k: int = 1, temperature: float = 0.0) -> list[dict]:
         if self.own is None:
-            return score_rows(model, self.tokenizer, self.task.name, self.rows, max_new_tokens=self.max_new_tokens)
+            return score_rows(
+                model, self.tokenizer, self.task.name, self.rows, k, temperature, max_new_tokens=self.max_new_tokens
+            )
         prompts = [self.task.messages(row) for row in self.rows]
-        samples = generate(model, self.tokenizer, prompts, max_new_tokens=self.max_new_tokens)
+        samples = generate(
+            model,
+            self.tokenizer,
+            prompts,
+            max_new_tokens=self.max_new_tokens,
+            temperature=temperature,
+            num_return_sequences=k,
+        )
         return score_samples(self.task, self.rows, samples)[1]
+
+    def _sampled(self, model, step: int) -> list[dict]:
+        """k samples per problem, drawn from a random state of their own (seeded by the step): training's random
+        numbers are the same with held-out sampling on or off, and each evaluation's draws are reproducible."""
+        devices = list(range(torch.cuda.device_count())) if torch.cuda.is_available() else []
+        with torch.random.fork_rng(devices=devices):
+            torch.manual_seed(step)
+            return self._records(model, self.k, self.temperature)
 
     def evaluate(self, model, step: int) -> dict:
         with timed("heldout"):
@@ -296,8 +329,11 @@ class HeldoutEval(TrainerCallback):
             "heldout/accuracy": sum(r["score"] for r in records) / len(records),
             "heldout/n": len(records),
             **{f"heldout/{key}": value for key, value in moved.items()},
-            "heldout/seconds": round(time.monotonic() - began, 2),
         }
+        sampled = self._sampled(model, step) if self.k > 1 else None
+        if sampled:
+            row["heldout/pass@1"] = sum(r["score"] for r in sampled) / len(sampled)  # unbiased: k samples per problem
+        row["heldout/seconds"] = round(time.monotonic() - began, 2)
         folder = self.out / "heldout"
         with writing("held-out records", folder):
             folder.mkdir(parents=True, exist_ok=True)
@@ -310,6 +346,11 @@ class HeldoutEval(TrainerCallback):
             folder / f"step-{step}.jsonl",
             "".join(json.dumps({k: r.get(k) for k in RECORD_KEYS}) + "\n" for r in records),
         )
+        if sampled:
+            write_text_whole(
+                folder / f"step-{step}-sampled.jsonl",
+                "".join(json.dumps({k: r.get(k) for k in ("sample", *RECORD_KEYS)}) + "\n" for r in sampled),
+            )
         with writing("metrics.jsonl", self.out), open(self.out / "metrics.jsonl", "a") as fh:
             fh.write(json.dumps(row) + "\n")
         self.done.add(step)

@@ -51,6 +51,29 @@ def _records(out: Path, step: int) -> dict[int, float]:
     return {row["index"]: row["score"] for row in map(json.loads, path.read_text().splitlines())}
 
 
+def _sampled(out: Path, step: int) -> tuple[dict[int, float], int]:
+    """({problem: mean score of its samples}, samples per problem) of an evaluation with heldout_k > 1."""
+    path = out / "heldout" / f"step-{step}-sampled.jsonl"
+    scores: dict[int, list[float]] = {}
+    for row in map(json.loads, path.read_text().splitlines()) if path.is_file() else ():
+        scores.setdefault(row["index"], []).append(row["score"])
+    return {i: sum(s) / len(s) for i, s in scores.items()}, max(map(len, scores.values()), default=0)
+
+
+def _sampled_change(out: Path, first: dict, last: dict) -> dict | None:
+    """Sampled pass@1 before -> after, paired over the same problems (None without heldout_k samples)."""
+    if not (is_number(first.get("heldout/pass@1")) and is_number(last.get("heldout/pass@1"))):
+        return None
+    (before, k), (after, _) = _sampled(out, first["step"]), _sampled(out, last["step"])
+    shared = sorted(set(before) & set(after))
+    return {
+        "before": first["heldout/pass@1"],
+        "after": last["heldout/pass@1"],
+        "k": k,
+        "paired": paired_difference([before[i] for i in shared], [after[i] for i in shared]) if shared else None,
+    }
+
+
 def verdict(out: Path, rows: list[dict], method: str, signal_key: str) -> dict:
     """{heldout, trend, drift, checks} of a run folder (heldout None without held-out evaluations)."""
     curve = [(row["step"], row[signal_key]) for row in rows if is_number(row.get(signal_key))]
@@ -70,6 +93,7 @@ def verdict(out: Path, rows: list[dict], method: str, signal_key: str) -> dict:
         "n": len(shared),
         "paired": paired,
         "curve": [[row["step"], row["heldout/accuracy"]] for row in evals],
+        "sampled": _sampled_change(out, first, last),
     }
     drift = {
         key: [first.get(f"heldout/{key}"), last.get(f"heldout/{key}")] for key in ("length", "clipped", "entropy")
@@ -148,6 +172,17 @@ def describe(result: dict, task: str | None) -> str:
             + (difference if paired else "")
             + f" (steps {held['steps'][0]} -> {held['steps'][1]})"
         )
+        sampled = held.get("sampled")
+        if sampled:
+            paired = sampled["paired"]
+            lines.append(
+                f"          sampled pass@1 (k={sampled['k']}): {sampled['before']:.1%} -> {sampled['after']:.1%}"
+                + (
+                    f" ({paired['mean']:+.1%} [{paired['ci95'][0]:+.1%}, {paired['ci95'][1]:+.1%}], paired)"
+                    if paired
+                    else ""
+                )
+            )
         drift = result["drift"]
         lines.append(
             f"drift     KL from the start {drift['kl']:.3f} nats/token; entropy {drift['entropy'][0]:.3f} -> "

@@ -53,14 +53,33 @@ def test_the_shipped_run_s_before_and_after_equal_make_eval_and_no_check_fires(t
 
 
 @pytest.mark.slow
-def test_held_out_evaluation_leaves_training_byte_identical(tiny_world, tmp_path):
+def test_held_out_evaluation_leaves_training_byte_identical(tiny_world, tmp_path, capsys):
+    """Greedy and sampled (heldout_k) evaluations between steps: the sampled ones draw from a random state of their
+    own, so the trained adapter is the same byte for byte as without any held-out evaluation."""
     digests = []
-    for name, heldout in (("on", ["--heldout_task", "tiny", "--heldout_limit", "20"]), ("off", [])):
+    sampled = ["--heldout_k", "4", "--heldout_temperature", "1.0"]
+    for name, heldout in (("on", ["--heldout_task", "tiny", "--heldout_limit", "20", *sampled]), ("off", [])):
         out = tmp_path / name
         run_recipe(grpo, CONFIG, "--max_steps", "3", "--heldout_eval_steps", "1", "--output_dir", str(out), *heldout)
         digests.append(hashlib.sha256((out / "adapter_model.safetensors").read_bytes()).hexdigest())
     assert (tmp_path / "on" / "heldout" / "step-2.jsonl").is_file()  # evaluated between steps, not only at the ends
     assert digests[0] == digests[1]
+    # sampled pass@1 beside greedy accuracy: 4 samples of each of the 20 problems, their mean in metrics.jsonl
+    rows = [json.loads(line) for line in (tmp_path / "on" / "metrics.jsonl").read_text().splitlines()]
+    evaluations = [row for row in rows if "heldout/pass@1" in row]
+    assert [row["step"] for row in evaluations] == [0, 1, 2, 3]
+    for row in evaluations:
+        samples = [
+            json.loads(line)
+            for line in (tmp_path / "on" / "heldout" / f"step-{row['step']}-sampled.jsonl").read_text().splitlines()
+        ]
+        assert sorted((r["index"], r["sample"]) for r in samples) == [(i, s) for i in range(20) for s in range(4)]
+        assert row["heldout/pass@1"] == sum(r["score"] for r in samples) / 80
+    sampled_change = json.loads((tmp_path / "on" / "summary.json").read_text())["verdict"]["heldout"]["sampled"]
+    assert sampled_change["k"] == 4 and sampled_change["before"] == evaluations[0]["heldout/pass@1"]
+    assert f"sampled pass@1 (k=4): {sampled_change['before']:.1%} -> {sampled_change['after']:.1%}" in (
+        capsys.readouterr().out
+    )
 
 
 @pytest.mark.slow
