@@ -119,6 +119,7 @@ LONGEST_FIRST = (
 )
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups off the items
 def pytest_collection_modifyitems(config, items):
     def group(item) -> str:
         shared = [SHARED_GROUPS[name] for name in getattr(item, "fixturenames", ()) if name in SHARED_GROUPS]
