@@ -1,4 +1,5 @@
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -93,25 +94,40 @@ def small_comparison(profile: str, out: Path, *methods: str) -> Path:
     return out
 
 
+def built_once(tmp_path_factory, name: str, build) -> Path:
+    """A folder that `build(folder)` fills once per test run, however many pytest-xdist workers ask for it: the first
+    builds it under a lock in the run's shared temporary folder, the others wait and read it."""
+    from filelock import FileLock
+
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # shared by the workers of this run
+    out, done = root / name, root / f"{name}.done"
+    with FileLock(str(root / f"{name}.lock")):
+        if not done.is_file():
+            shutil.rmtree(out, ignore_errors=True)  # a build that failed in another worker starts over
+            build(out)
+            done.touch()
+    return out
+
+
 @pytest.fixture(scope="session")
 def compare_results(tiny_world, tmp_path_factory) -> Path:
-    return small_comparison("tiny", tmp_path_factory.mktemp("compare"))
+    return built_once(tmp_path_factory, "compare", lambda out: small_comparison("tiny", out))
 
 
 @pytest.fixture(scope="session")
 def code_compare_results(tiny_code_world, tmp_path_factory) -> Path:
     # one method that scores its own completions while training and one that trains on pairs scored before: the
     # schema and the reward costs of both kinds (the math comparison runs all five)
-    return small_comparison("tiny-code", tmp_path_factory.mktemp("compare-code"), "grpo", "dpo")
+    return built_once(tmp_path_factory, "compare-code", lambda out: small_comparison("tiny-code", out, "grpo", "dpo"))
 
 
-# `make test` runs on two pytest-xdist workers (most of the suite is single-threaded Python: imports, tiny-model
-# steps, sandboxed programs). Each file runs whole on one worker, so its module fixtures are built once; the tests
-# that read the comparison's fixtures share one worker, so it runs once. The longest groups go first, so that
-# neither worker is left with one of them at the end.
-SHARED_GROUPS = {"compare_results": "comparison", "code_compare_results": "comparison"}
+# `make test` runs on two pytest-xdist workers, a file at a time (--dist loadfile): most of the suite runs one thread
+# at a time (imports, tiny-model steps, sandboxed programs), and a file's module fixtures are built once. The files
+# with the longest tests go first, so that neither worker is left with one of them at the end.
 LONGEST_FIRST = (
-    "comparison",
+    "tests/studies/test_comparison.py",
     "tests/studies/memory/test_validation.py",
     "tests/recipes/test_distributed.py",
     "tests/recipes/test_heldout.py",
@@ -119,14 +135,6 @@ LONGEST_FIRST = (
 )
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups off the items
 def pytest_collection_modifyitems(config, items):
-    def group(item) -> str:
-        shared = [SHARED_GROUPS[name] for name in getattr(item, "fixturenames", ()) if name in SHARED_GROUPS]
-        return shared[0] if shared else item.nodeid.split("::")[0]
-
-    groups = {item.nodeid: group(item) for item in items}
-    for item in items:
-        item.add_marker(pytest.mark.xdist_group(groups[item.nodeid]))
     rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
-    items.sort(key=lambda item: rank.get(groups[item.nodeid], len(rank)))
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))

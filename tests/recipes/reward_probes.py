@@ -55,22 +55,3 @@ def _rng_digest() -> str:
 def longer(completions, **kwargs) -> list[float]:
     """Pays for characters, up to 400: a length-sensitive reward that says nothing about being right."""
     return [min(len(completion_text(c)), 400) / 400 for c in completions]
-
-
-def agrees_with_majority(completions, prompts, **kwargs) -> list[float]:
-    """1.0 when the completion's last number is the most common last number among the completions for its prompt:
-    a label-free self-consistency reward, which pays the policy for agreeing with itself."""
-    import re
-    from collections import Counter
-
-    def last_number(completion) -> str | None:
-        numbers = re.findall(r"-?\d+", completion_text(completion))
-        return numbers[-1] if numbers else None
-
-    answers = [last_number(c) for c in completions]
-    keys = [p if isinstance(p, str) else p[-1]["content"] for p in prompts]
-    majority = {}
-    for key in set(keys):
-        votes = Counter(a for a, k in zip(answers, keys, strict=True) if k == key and a is not None)
-        majority[key] = votes.most_common(1)[0][0] if votes else None
-    return [float(a is not None and a == majority[k]) for a, k in zip(answers, keys, strict=True)]

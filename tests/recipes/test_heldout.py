@@ -1,7 +1,8 @@
 """Held-out accuracy during training, on real runs of the tiny GRPO recipe: the shipped config's before -> after
 equals `make eval` on the start model and the adapter (same problems, same 4-bit base), no check fires on it, held-out
-evaluation leaves training byte-identical, and a proxy reward the tiny model satisfies without answering correctly is
-named reward hacking (and drift from the start) with its evidence."""
+evaluation (greedy and sampled) leaves training byte-identical, a proxy reward the tiny model satisfies without
+answering correctly is named reward hacking (and drift from the start) with its evidence, and a reward that pays for
+length is named length drift."""
 
 import hashlib
 import json
@@ -106,3 +107,24 @@ def test_a_proxy_reward_that_rises_while_held_out_falls_is_named_reward_hacking(
     assert names[0] == "reward hacking" and "drift from the start" in names
     assert "  warning: reward hacking: the training reward rose +" in printed
     assert "while held-out accuracy -" in printed
+
+
+@pytest.mark.slow
+def test_a_reward_that_pays_for_length_is_named_length_drift(tiny_world, tmp_path, capsys):
+    """A reward for characters: the policy stops ending its answers (on an AVX512-BF16 CPU held-out completions went
+    from 49 to 93 tokens, 92% cut at the budget, held-out accuracy 68% -> 2%)."""
+    out = tmp_path / "run"
+    run_recipe(
+        grpo,
+        CONFIG,
+        *("--reward_funcs", "tests.recipes.reward_probes.longer", "--output_dir", str(out)),
+        *("--max_steps", "24", "--learning_rate", "2e-3", "--logging_steps", "2"),
+        *("--heldout_task", "tiny", "--heldout_limit", "50"),
+    )
+    printed = capsys.readouterr().out
+    verdict = json.loads((out / "summary.json").read_text())["verdict"]
+    (length_before, length_after), (_, clipped_after) = verdict["drift"]["length"], verdict["drift"]["clipped"]
+    assert length_after > length_before and clipped_after > 0.05  # longer, and cut at the budget
+    assert "length drift" in [check["name"] for check in verdict["checks"]]
+    assert f"  warning: length drift: held-out completions {length_before:.0f} -> {length_after:.0f} tokens" in printed
+    assert f"{clipped_after:.0%} cut at the budget, while held-out accuracy " in printed
