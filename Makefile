@@ -34,7 +34,7 @@ SEEDS ?= 3
 # pytest-xdist workers for make test / test-fast: two keep both cores busy, since most of the suite runs one thread at
 # a time (each file whole on one worker; tests/conftest.py builds shared fixtures once); 0 runs it in this process.
 TEST_WORKERS ?= 2
-XDIST := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
+XDIST := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 GPU_GB ?= 24
 # `k` was estimate's name for K before the two were one variable; a command that still uses it keeps working.
 K ?= $(k)
