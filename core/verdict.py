@@ -60,17 +60,22 @@ def _sampled(out: Path, step: int) -> tuple[dict[int, float], int]:
     return {i: sum(s) / len(s) for i, s in scores.items()}, max(map(len, scores.values()), default=0)
 
 
+def _paired(before: dict[int, float], after: dict[int, float]) -> tuple[int, dict | None]:
+    """(problems in both, paired difference over them; None where they share none)."""
+    shared = sorted(set(before) & set(after))
+    return len(shared), paired_difference([before[i] for i in shared], [after[i] for i in shared]) if shared else None
+
+
 def _sampled_change(out: Path, first: dict, last: dict) -> dict | None:
     """Sampled pass@1 before -> after, paired over the same problems (None without heldout_k samples)."""
     if not (is_number(first.get("heldout/pass@1")) and is_number(last.get("heldout/pass@1"))):
         return None
     (before, k), (after, _) = _sampled(out, first["step"]), _sampled(out, last["step"])
-    shared = sorted(set(before) & set(after))
     return {
         "before": first["heldout/pass@1"],
         "after": last["heldout/pass@1"],
         "k": k,
-        "paired": paired_difference([before[i] for i in shared], [after[i] for i in shared]) if shared else None,
+        "paired": _paired(before, after)[1],
     }
 
 
@@ -83,14 +88,12 @@ def verdict(out: Path, rows: list[dict], method: str, signal_key: str) -> dict:
     if not evals:
         return result
     first, last = evals[0], evals[-1]
-    before, after = _records(out, first["step"]), _records(out, last["step"])
-    shared = sorted(set(before) & set(after))
-    paired = paired_difference([before[i] for i in shared], [after[i] for i in shared]) if shared else None
+    n, paired = _paired(_records(out, first["step"]), _records(out, last["step"]))
     result["heldout"] = {
         "steps": [first["step"], last["step"]],
         "before": first["heldout/accuracy"],
         "after": last["heldout/accuracy"],
-        "n": len(shared),
+        "n": n,
         "paired": paired,
         "curve": [[row["step"], row["heldout/accuracy"]] for row in evals],
         "sampled": _sampled_change(out, first, last),
@@ -160,28 +163,28 @@ def checks(method: str, signal: dict | None, paired: dict | None, drift: dict, t
     return found
 
 
+def _difference(paired: dict | None) -> str:
+    """' (+d [lo, hi], paired)' of a paired difference, '' without one."""
+    if not paired:
+        return ""
+    return f" ({paired['mean']:+.1%} [{paired['ci95'][0]:+.1%}, {paired['ci95'][1]:+.1%}], paired)"
+
+
 def describe(result: dict, task: str | None) -> str:
     """The verdict's lines for the printed summary (empty without held-out evaluations and trend)."""
     lines = []
     held = result["heldout"]
     if held:
-        paired = held["paired"]
-        difference = f" ({paired['mean']:+.1%} [{paired['ci95'][0]:+.1%}, {paired['ci95'][1]:+.1%}], paired)"
         lines.append(
             f"held-out {task}, {held['n']} problems, greedy: {held['before']:.1%} -> {held['after']:.1%}"
-            + (difference if paired else "")
+            + _difference(held["paired"])
             + f" (steps {held['steps'][0]} -> {held['steps'][1]})"
         )
         sampled = held.get("sampled")
         if sampled:
-            paired = sampled["paired"]
             lines.append(
                 f"          sampled pass@1 (k={sampled['k']}): {sampled['before']:.1%} -> {sampled['after']:.1%}"
-                + (
-                    f" ({paired['mean']:+.1%} [{paired['ci95'][0]:+.1%}, {paired['ci95'][1]:+.1%}], paired)"
-                    if paired
-                    else ""
-                )
+                + _difference(sampled["paired"])
             )
         drift = result["drift"]
         lines.append(

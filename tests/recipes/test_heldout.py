@@ -30,6 +30,20 @@ def even_answer(completions, **kwargs):
 '''
 
 
+def push(tmp_path, reward: str, steps: int, *heldout: str) -> dict:
+    """The verdict of a fast push (learning rate 2e-3, a row every 2 steps) of the shipped GRPO config towards
+    `reward` alone, evaluated on held-out problems as `heldout` says."""
+    out = tmp_path / "run"
+    run_recipe(
+        grpo,
+        CONFIG,
+        *("--reward_funcs", reward, "--output_dir", str(out)),
+        *("--max_steps", str(steps), "--learning_rate", "2e-3", "--logging_steps", "2"),
+        *heldout,
+    )
+    return json.loads((out / "summary.json").read_text())["verdict"]
+
+
 def eval_accuracy(tmp_path, name: str, *args: str) -> float:
     out = tmp_path / name
     eval_main(["--model", "artifacts/tiny/model", "--task", "tiny", *args, "--out", str(out)])
@@ -89,16 +103,8 @@ def test_a_proxy_reward_that_rises_while_held_out_falls_is_named_reward_hacking(
 ):
     (tmp_path / "proxy_rewards.py").write_text(PROXY)
     monkeypatch.syspath_prepend(str(tmp_path))
-    out = tmp_path / "run"
-    run_recipe(
-        grpo,
-        CONFIG,
-        *("--reward_funcs", "proxy_rewards.even_answer", "--output_dir", str(out)),
-        *("--max_steps", "32", "--learning_rate", "2e-3", "--logging_steps", "2"),  # a fast push, 16 logged steps
-        *HELDOUT,
-    )
+    verdict = push(tmp_path, "proxy_rewards.even_answer", 32, *HELDOUT)  # 16 logged steps
     printed = capsys.readouterr().out
-    verdict = json.loads((out / "summary.json").read_text())["verdict"]
     assert verdict["trend"]["ci95"][0] > 0  # the proxy reward rose beyond its noise
     assert verdict["heldout"]["paired"]["ci95"][1] < 0  # while held-out accuracy fell
     # the push moved the policy far from its start too (0.84 nats/token on an AVX512-BF16 CPU): that check fires
@@ -113,16 +119,10 @@ def test_a_proxy_reward_that_rises_while_held_out_falls_is_named_reward_hacking(
 def test_a_reward_that_pays_for_length_is_named_length_drift(tiny_world, tmp_path, capsys):
     """A reward for characters: the policy stops ending its answers (on an AVX512-BF16 CPU held-out completions went
     from 49 to 93 tokens, 92% cut at the budget, held-out accuracy 68% -> 2%)."""
-    out = tmp_path / "run"
-    run_recipe(
-        grpo,
-        CONFIG,
-        *("--reward_funcs", "tests.recipes.reward_probes.longer", "--output_dir", str(out)),
-        *("--max_steps", "24", "--learning_rate", "2e-3", "--logging_steps", "2"),
-        *("--heldout_task", "tiny", "--heldout_limit", "50"),
+    verdict = push(
+        tmp_path, "tests.recipes.reward_probes.longer", 24, "--heldout_task", "tiny", "--heldout_limit", "50"
     )
     printed = capsys.readouterr().out
-    verdict = json.loads((out / "summary.json").read_text())["verdict"]
     (length_before, length_after), (_, clipped_after) = verdict["drift"]["length"], verdict["drift"]["clipped"]
     assert length_after > length_before and clipped_after > 0.05  # longer, and cut at the budget
     assert "length drift" in [check["name"] for check in verdict["checks"]]
