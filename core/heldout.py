@@ -63,9 +63,10 @@ class HeldoutArguments:
         if not 0.0 <= self.heldout_fraction < 1.0:
             raise ValueError(f"heldout_fraction {self.heldout_fraction} must be in [0, 1)")
         if self.heldout_fraction and (self.heldout_task or self.heldout_data):
+            other = f"heldout_task {self.heldout_task}" if self.heldout_task else f"heldout_data {self.heldout_data}"
             raise ValueError(
-                "heldout_fraction cuts the held-out problems from the training data; heldout_task/heldout_data name "
-                "other ones: set one of them"
+                f"heldout_fraction {self.heldout_fraction} cuts the held-out problems from the training data and "
+                f"{other} names others: keep one (the tiny configs set heldout_task; `heldout_task: null` clears it)"
             )
         if self.heldout_k < 1:
             raise ValueError(f"heldout_k {self.heldout_k} must be >= 1 (1: greedy only)")

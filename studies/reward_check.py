@@ -79,6 +79,8 @@ def main(argv=None):
             str(args.prompts),
             "--output_dir",
             str(run_dir),
+            "--heldout_limit",  # the check samples before and after itself (ARGS can turn this back on)
+            "0",
             *args.grpo_args,
         ],
         check=True,

@@ -7,6 +7,9 @@ import pytest
 from core.library_noise import quiet
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+# The tiny configs score 200 held-out problems at a run's start and end (~6 s); a test that is not about that turns it
+# off, as a user would (a later --heldout_limit on the same command line wins).
+NO_HELDOUT = ("--heldout_limit", "0")
 FIXTURES = Path(__file__).parent / "fixtures"
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")

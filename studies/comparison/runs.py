@@ -144,6 +144,10 @@ def train_all(
             "1",
             "--seed",
             str(seed),
+            # the study scores every checkpoint itself, on more problems; the runs' own evaluations would only add
+            # their seconds to each method's time
+            "--heldout_limit",
+            "0",
         ]
         if method in ("grpo", "ppo"):
             steps = steps_for(method, config, prompts)

@@ -38,7 +38,10 @@ def test_a_fraction_that_leaves_nothing_on_one_side_is_refused_naming_the_data()
     ("kwargs", "message"),
     [
         ({"heldout_fraction": 1.0}, r"heldout_fraction 1.0 must be in \[0, 1\)"),
-        ({"heldout_fraction": 0.2, "heldout_task": "tiny"}, "heldout_fraction cuts the held-out problems"),
+        (
+            {"heldout_fraction": 0.2, "heldout_task": "tiny"},
+            "heldout_fraction 0.2 cuts .* heldout_task tiny names others",
+        ),
     ],
 )
 def test_settings_that_cannot_both_hold_are_refused(kwargs, message):

@@ -11,7 +11,7 @@ import sys
 import pytest
 from safetensors.torch import load_file
 
-from tests.conftest import REPO_ROOT
+from tests.conftest import NO_HELDOUT, REPO_ROOT
 
 CONFIG = REPO_ROOT / "recipes" / "configs" / "tiny" / "ppo.yaml"
 
@@ -41,6 +41,7 @@ def one_update(model, mode, out, dtype):
         "no",
         "--logprobs",
         mode,
+        *NO_HELDOUT,
     ]
     if dtype == "bfloat16":
         command += ["--dtype", "bfloat16", "--bf16", "true"]

@@ -10,15 +10,16 @@ from pathlib import Path
 
 import torch
 
-from tests.conftest import REPO_ROOT
+from tests.conftest import NO_HELDOUT, REPO_ROOT
 
 
-def run_recipe(module, config: str, *overrides: str):
-    """Parses exactly as the CLI does (TrlParser, YAML + overrides) and runs main() in this process."""
+def run_recipe(module, config: str, *overrides: str, heldout: bool = False):
+    """Parses exactly as the CLI does (TrlParser, YAML + overrides) and runs main() in this process. Held-out
+    evaluation as the config has it with `heldout`, else only where the overrides ask for it."""
     from core.config import parse_config
 
     argv = sys.argv
-    sys.argv = [module.__name__, "--config", str(REPO_ROOT / config), *overrides]
+    sys.argv = [module.__name__, "--config", str(REPO_ROOT / config), *([] if heldout else NO_HELDOUT), *overrides]
     try:
         return module.main(*parse_config(module_parser(module)))
     finally:
@@ -73,7 +74,7 @@ def metrics_steps(run_dir: Path) -> list[int]:
 
 def cli(method: str, *args: str, env=None) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", f"recipes.{method}", *args],
+        [sys.executable, "-m", f"recipes.{method}", *NO_HELDOUT, *args],
         cwd=REPO_ROOT,
         env={**os.environ, **(env or {})},
         stdout=subprocess.PIPE,

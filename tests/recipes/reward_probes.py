@@ -55,3 +55,9 @@ def _rng_digest() -> str:
 def longer(completions, **kwargs) -> list[float]:
     """Pays for characters, up to 400: a length-sensitive reward that says nothing about being right."""
     return [min(len(completion_text(c)), 400) / 400 for c in completions]
+
+
+def worked_solution(completions, answer, **kwargs) -> list[float]:
+    """1.0 for the data's worked solution word for word, else 0.0: every sampled variation is pushed down at once,
+    so the policy's next-token distributions narrow to the one text."""
+    return [float(completion_text(c).strip() == a.strip()) for c, a in zip(completions, answer, strict=True)]

@@ -16,7 +16,7 @@ import pytest
 import recipes.grpo as grpo
 import recipes.orpo as orpo
 import recipes.ppo as ppo
-from tests.conftest import REPO_ROOT
+from tests.conftest import NO_HELDOUT, REPO_ROOT
 from tests.recipes.helpers import run_recipe
 
 GRPO = "recipes/configs/tiny/grpo.yaml"
@@ -60,7 +60,7 @@ def user_rewards(tmp_path) -> dict:
 
 def grpo_cli(run: Path, *args: str, env=None) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "recipes.grpo", "--config", GRPO, "--output_dir", str(run), *args],
+        [sys.executable, "-m", "recipes.grpo", "--config", GRPO, "--output_dir", str(run), *NO_HELDOUT, *args],
         cwd=REPO_ROOT,
         env={**os.environ, **(env or {})},
         stdout=subprocess.PIPE,

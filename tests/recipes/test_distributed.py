@@ -15,7 +15,7 @@ import pytest
 import yaml
 from safetensors.torch import load_file
 
-from tests.conftest import REPO_ROOT
+from tests.conftest import NO_HELDOUT, REPO_ROOT
 from tests.recipes.helpers import assert_adapter_loads_and_generates
 
 STEPS = ["--max_steps", "2", "--logging_steps", "1", "--save_strategy", "no"]
@@ -25,7 +25,7 @@ GRPO_BATCH = ["--per_device_train_batch_size", "16", "--gradient_accumulation_st
 
 def make(method: str, *args: str, launch: str | None = None, nproc: int = 2, launch_args: str = "", env=None, **kw):
     """`make <method> LAUNCH=<launch> NPROC=<nproc> ARGS=...`, as a user types it, started (`finished` waits)."""
-    variables = [f"ARGS={shlex.join(args)}"]
+    variables = [f"ARGS={shlex.join((*NO_HELDOUT, *args))}"]
     if launch:
         variables += [f"LAUNCH={launch}", f"NPROC={nproc}"] + ([f"LAUNCH_ARGS={launch_args}"] if launch_args else [])
     variables += [f"{key}={value}" for key, value in kw.items()]

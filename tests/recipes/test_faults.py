@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO_ROOT
+from tests.conftest import NO_HELDOUT, REPO_ROOT
 
 pytestmark = pytest.mark.slow  # each case trains the tiny model, kills it and resumes it
 GRPO = "recipes/configs/tiny/grpo.yaml"
@@ -22,7 +22,7 @@ def start(config: str, *args: str) -> subprocess.Popen:
     """A recipe in its own process, Ctrl-C at its default (a background job's ignored SIGINT would test nothing)."""
     method = Path(config).stem
     return subprocess.Popen(
-        [sys.executable, "-m", f"recipes.{method}", "--config", config, *args],
+        [sys.executable, "-m", f"recipes.{method}", "--config", config, *NO_HELDOUT, *args],
         cwd=REPO_ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

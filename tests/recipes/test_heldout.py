@@ -1,20 +1,23 @@
-"""Held-out accuracy during training, on real runs of the tiny GRPO recipe: the shipped config's before -> after
-equals `make eval` on the start model and the adapter (same problems, same 4-bit base), no check fires on it, held-out
-evaluation (greedy and sampled) leaves training byte-identical, a proxy reward the tiny model satisfies without
-answering correctly is named reward hacking (and drift from the start) with its evidence, and a reward that pays for
-length is named length drift."""
+"""Held-out accuracy during training, on real runs of the tiny recipes: the shipped GRPO config's before -> after
+equals `make eval` on the start model and the adapter (same problems, same 4-bit base), no check fires on it nor on
+the shipped PPO, DPO and ORPO runs, held-out evaluation (greedy and sampled) leaves training byte-identical, a proxy
+reward the tiny model satisfies without answering correctly is named reward hacking (and drift from the start) with
+its evidence, and a reward that pays for length is named length drift."""
 
 import hashlib
 import json
 
 import pytest
 
+import recipes.dpo as dpo
 import recipes.grpo as grpo
+import recipes.orpo as orpo
+import recipes.ppo as ppo
 from eval.run import main as eval_main
 from tests.recipes.helpers import assert_heldout_block, run_recipe
 
 CONFIG = "recipes/configs/tiny/grpo.yaml"
-HELDOUT = ("--heldout_task", "tiny", "--heldout_limit", "100")  # the key the shipped config has commented out
+HELDOUT = ("--heldout_task", "tiny", "--heldout_limit", "100")
 PROXY = '''
 import re
 
@@ -53,9 +56,10 @@ def eval_accuracy(tmp_path, name: str, *args: str) -> float:
 @pytest.mark.slow
 def test_the_shipped_run_s_before_and_after_equal_make_eval_and_no_check_fires(tiny_world, tmp_path, capsys):
     out = tmp_path / "run"
-    run_recipe(grpo, CONFIG, "--output_dir", str(out), *HELDOUT)
+    run_recipe(grpo, CONFIG, "--output_dir", str(out), heldout=True)  # as the config has it: on, 200 problems
     printed = capsys.readouterr().out
     held = assert_heldout_block(out, printed, 40)
+    assert held["n"] == 200  # the config's setting, not the test's
     summary = json.loads((out / "summary.json").read_text())
     assert summary["verdict"]["checks"] == [] and "warning:" not in printed
     limit = str(held["n"])
@@ -65,6 +69,21 @@ def test_the_shipped_run_s_before_and_after_equal_make_eval_and_no_check_fires(t
     )
     assert held["after"] > held["before"]  # the shipped run learns, and the verdict can see it
     assert f"make eval MODEL=artifacts/tiny/model ADAPTER={out} TASK=tiny LIMIT={limit} ARGS=--load_in_4bit" in printed
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method", ["ppo", "dpo", "orpo"])
+def test_the_other_shipped_runs_show_the_block_and_trip_no_check(method, tiny_world, tiny_pairs, tmp_path, capsys):
+    """`make ppo` as shipped (40 steps); `make dpo` and `make orpo` as shipped on the session's 48 prompts of pairs
+    (one epoch; `make dpo` samples 320)."""
+    module, out = {"ppo": ppo, "dpo": dpo, "orpo": orpo}[method], tmp_path / "run"
+    pairs = () if method == "ppo" else ("--dataset_name", str(tiny_pairs))
+    run_recipe(module, f"recipes/configs/tiny/{method}.yaml", *pairs, "--output_dir", str(out), heldout=True)
+    printed = capsys.readouterr().out
+    summary = json.loads((out / "summary.json").read_text())
+    held = assert_heldout_block(out, printed, summary["steps"])
+    assert held["n"] == 200  # the config's setting, not the test's
+    assert summary["verdict"]["checks"] == [] and "warning:" not in printed
 
 
 @pytest.mark.slow
