@@ -21,15 +21,19 @@ Evaluation (every adapter and the starting model, 4-bit as trained, on the same 
 accuracy, and sampled pass@1 at the training temperature from `--eval_k` samples per problem (the headline: what
 the RL methods optimise, and with k samples per problem a much narrower interval than greedy accuracy). Per run:
 Wilson / normal 95% intervals and the paired per-problem difference from the base. Per method, over seeds: the
-mean, the standard deviation and a 95% t-interval of the seeds' values and of their paired differences.
+mean, the standard deviation and a 95% t-interval of the seeds' values and of their paired differences. Method
+against method (studies.comparison.versus): every pair's difference on the same problems under the same seeds, with
+an interval that counts the seeds' and the problems' variance, and one generated sentence per pair.
 Accuracy against compute: each run saves its adapter at every quarter of its budget; each checkpoint is scored on
 the validation split (sampled pass@1) against the training seconds and samples it had used. Learning rates are
 chosen by `--sweep` on the validation split, never on the held-out test.
 
-Writes results/compare/<profile>/: summary.json ({"methods": one aggregate per method and `base`, "runs": one
-record per (method, seed)}), settings.json (machine, versions, budget), summary.md, memory.png, accuracy.png,
+Writes results/compare/<profile>/: summary.json ({"methods": one aggregate per method and `base`, "versus": one row
+per pair of methods and metric, "runs": one record per (method, seed)}), settings.json (machine, CPU and its kernel
+flags, commit, code digest, versions, budget), summary.md, memory.png, accuracy.png,
 rewards.png, compute.png; `--sweep` writes sweep.json and sweep.png. Run folders and evaluation samples
-(eval_<method>-seed<k>.jsonl) stay beside them, unpublished.
+(eval_<method>-seed<k>.jsonl) stay beside them, unpublished. Last, it prints itself against the table it replaced
+(studies.comparison.published): each method's difference and whether it lies within the published interval.
 """
 
 import argparse
@@ -43,6 +47,7 @@ from core.errors import one_line_errors
 from core.provenance import code_digest, commit, cpu
 from core.run_dir import library_versions
 from core.tasks import TASKS, load_task_data
+from studies.comparison.published import against_published, read_published
 from studies.comparison.report import plot, write_markdown
 from studies.comparison.runs import (
     CHECKPOINTS,
@@ -58,6 +63,7 @@ from studies.comparison.runs import (
 )
 from studies.comparison.summary import aggregate, summarise
 from studies.comparison.sweep import sweep
+from studies.comparison.versus import versus
 from studies.memory.estimate import estimate_all
 
 
@@ -105,6 +111,7 @@ def main(argv=None):
         print(f"[sweep] wrote {out}/sweep.json, sweep.png in {time.time() - start:.0f} s")
         return results
 
+    published = read_published(out)  # before this run replaces it: what it prints itself against at the end
     runs = {}
     for seed in range(args.seeds):
         runs |= train_all(args.profile, prompts, out, args.methods, seed, checkpoints=CHECKPOINTS if validation else 0)
@@ -128,7 +135,12 @@ def main(argv=None):
     estimate_model = grpo_config["model_name_or_path"] if args.profile.startswith("tiny") else profile["model_name"]
     estimates = estimate_all(estimate_model, args.profile)[0]
     records = summarise(runs, evals, "sampled", estimates, curves)
-    summary = {"methods": aggregate(records), "runs": records, "base_validation_sampled_pass1": base_validation}
+    summary = {
+        "methods": aggregate(records),
+        "versus": versus(evals, args.methods),
+        "runs": records,
+        "base_validation_sampled_pass1": base_validation,
+    }
     measure = next((r["memory_measure"] for r in records if "memory_measure" in r), "n/a")
     settings = {
         "profile": args.profile,
@@ -160,6 +172,7 @@ def main(argv=None):
     write_markdown(summary, settings, out / "summary.md", sweep_rows)
     plot(summary, estimates, out)
     print((out / "summary.md").read_text())
+    print("\n".join(against_published(summary, settings, published)))
     print(
         f"[compare] wrote {out}/summary.json, summary.md, memory.png, accuracy.png, rewards.png, compute.png "
         f"in {settings['seconds']:.0f} s"

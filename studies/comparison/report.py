@@ -5,6 +5,7 @@ from pathlib import Path
 
 from core.plots import rolling_mean
 from studies.comparison.runs import SCRIPT
+from studies.comparison.versus import markdown
 
 
 def pct(value, ci=None) -> str:
@@ -94,6 +95,7 @@ def write_markdown(summary: dict, settings: dict, path: Path, sweep: list | None
             f"| {reward_time} | {num(a['sandbox_programs_per_second'], '.0f')} "
             f"| {pct(a['clipped_share'])} | {', '.join(flags)} |"
         )
+    lines += ["", *markdown(summary["versus"])] if summary.get("versus") else []
     lines += [
         "",
         "## Single runs",

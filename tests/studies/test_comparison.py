@@ -5,9 +5,11 @@ import json
 import pytest
 
 from core.metrics import first_last
+from studies.comparison.published import against_published, read_published
 from studies.comparison.report import headline_table
 from studies.comparison.runs import METHODS, steps_for
 from studies.comparison.summary import aggregate
+from studies.comparison.versus import sentence
 from tests.conftest import REPO_ROOT
 
 FIELDS = (
@@ -58,6 +60,57 @@ def test_writes_summary_table_and_plots(compare_results):
     for method in ("base", *METHODS):
         assert f"| {method} |" in table
     assert settings["versions"]["trl"] in table and "## Settings" in table
+
+
+def per_problem(eval_file, problems: int) -> dict:
+    """Greedy and sampled pass@1 per problem from a run's evaluation records: the greedy one of each problem first,
+    then its samples."""
+    records = [json.loads(line) for line in eval_file.read_text().splitlines()]
+    greedy, samples = records[:problems], records[problems:]
+    k = len(samples) // problems
+    sampled = [sum(r["score"] for r in samples if r["index"] == i) / k for i in range(problems)]
+    return {"greedy": [r["score"] for r in greedy], "sampled": sampled}
+
+
+@pytest.mark.slow
+def test_method_against_method_is_the_paired_difference_of_the_evaluations(compare_results):
+    summary = json.loads((compare_results / "summary.json").read_text())
+    scores = {m: per_problem(compare_results / f"eval_{m}-seed0.jsonl", 24) for m in METHODS}
+    rows = summary["versus"]
+    pairs = [(a, b) for i, a in enumerate(METHODS) for b in METHODS[i + 1 :]]
+    assert [(r["a"], r["b"]) for r in rows] == [pair for pair in pairs for _ in range(2)]
+    table = (compare_results / "summary.md").read_text()
+    assert "## Method against method" in table
+    for row in rows:
+        diffs = [x - y for x, y in zip(scores[row["a"]][row["metric"]], scores[row["b"]][row["metric"]], strict=True)]
+        assert abs(row["mean"] - sum(diffs) / 24) < 1e-12 and row["seeds"] == [0] and row["problems"] == 24
+        low, high = row["ci95"]
+        assert low <= row["mean"] <= high and row["excludes_zero"] == (low > 0 or high < 0)
+        if row["metric"] == "sampled":  # the sentence under the table, and it claims an order only with evidence
+            said = sentence(row)
+            assert f"- {said}" in table and (" > " in said) == row["excludes_zero"]
+
+
+def test_a_rerun_is_printed_against_the_published_table():
+    folder = REPO_ROOT / "results" / "compare" / "tiny"
+    published = read_published(folder)
+    summary, settings = json.loads(json.dumps(published[0])), dict(published[1])
+    grpo = next(a for a in summary["methods"] if a["method"] == "grpo")
+    published_grpo, (_, high) = grpo["sampled_pass1"], grpo["sampled_pass1_ci95_seeds"]
+    grpo["sampled_pass1"] = high + 0.05  # above the published interval
+    settings["kernel_flags"] = ["avx512_bf16", "amx_tile"]
+    lines = against_published(summary, settings, published)
+    assert "another CPU, numbers may differ" in lines[0]
+    grpo_sampled = next(line for line in lines if line.split()[:3] == ["grpo", "sampled", "pass@1"])
+    assert grpo_sampled.endswith("no") and f"{(high + 0.05 - published_grpo) * 100:+6.1f} points" in grpo_sampled
+    others = [line for line in lines[2:] if "pass@1" in line and line is not grpo_sampled]
+    assert others and all(line.endswith("yes") and "+0.0 points" in line for line in others)
+    assert against_published(summary, settings | {"prompts": 16}, published) == [
+        "against the published table: not comparable, other settings (prompts 320 -> 16)"
+    ]
+    assert against_published(summary, settings, read_published(folder / "no-such")) == [
+        "against the published table: none to compare with"
+    ]
 
 
 @pytest.mark.slow
