@@ -137,7 +137,9 @@ def _log_probs(model, ids, mask, positions) -> torch.Tensor:
 def drift(model, tokenizer, prompts: list[list[dict]], completions: list[str], max_new_tokens: int) -> dict:
     """On the given completions: mean per-token KL(policy || start) over the vocabulary, the policy's mean token
     entropy (nats), mean length in tokens and the share that reached `max_new_tokens`. The start model is the
-    policy with its adapter off (`disable_adapter`); a model without one has drifted nowhere (KL 0)."""
+    policy with its adapter off (`disable_adapter`); a model without one has drifted nowhere (KL 0). The tokens
+    include the end of sequence where a completion ended before the budget: the decision to stop is output too (a
+    policy that learned to stop at once has one token per completion, and its certainty is measured there)."""
     device = next(model.parameters()).device
     sequences = []
     for prompt, completion in zip(prompts, completions, strict=True):
@@ -146,6 +148,8 @@ def drift(model, tokenizer, prompts: list[list[dict]], completions: list[str], m
             prompt_ids = prompt_ids["input_ids"]
         sequences.append((list(prompt_ids), tokenizer(completion, add_special_tokens=False)["input_ids"]))
     lengths = [len(c) for _, c in sequences]
+    if tokenizer.eos_token_id is not None:
+        sequences = [(p, c + [tokenizer.eos_token_id] if len(c) < max_new_tokens else c) for p, c in sequences]
     longest = max((len(p) + len(c) for p, c in sequences), default=1)
     batch = max(1, min(64, DRIFT_LOGITS_BUDGET // (longest * model.config.vocab_size)))
     kl_sum = entropy_sum = tokens = 0.0

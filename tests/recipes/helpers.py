@@ -15,13 +15,16 @@ from tests.conftest import NO_HELDOUT, REPO_ROOT
 
 def run_recipe(module, config: str, *overrides: str, heldout: bool = False):
     """Parses exactly as the CLI does (TrlParser, YAML + overrides) and runs main() in this process. Held-out
-    evaluation as the config has it with `heldout`, else only where the overrides ask for it."""
+    evaluation (in a training recipe) as the config has it with `heldout`, else only where the overrides ask for it."""
     from core.config import parse_config
+    from core.heldout import HeldoutArguments
 
+    parser = module_parser(module)
+    quiet = [] if heldout or HeldoutArguments not in parser.dataclass_types else NO_HELDOUT
     argv = sys.argv
-    sys.argv = [module.__name__, "--config", str(REPO_ROOT / config), *([] if heldout else NO_HELDOUT), *overrides]
+    sys.argv = [module.__name__, "--config", str(REPO_ROOT / config), *quiet, *overrides]
     try:
-        return module.main(*parse_config(module_parser(module)))
+        return module.main(*parse_config(parser))
     finally:
         sys.argv = argv
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
@@ -74,7 +77,7 @@ def metrics_steps(run_dir: Path) -> list[int]:
 
 def cli(method: str, *args: str, env=None) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", f"recipes.{method}", *NO_HELDOUT, *args],
+        [sys.executable, "-m", f"recipes.{method}", *(NO_HELDOUT if method != "pairs" else ()), *args],
         cwd=REPO_ROOT,
         env={**os.environ, **(env or {})},
         stdout=subprocess.PIPE,

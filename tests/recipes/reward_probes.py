@@ -61,3 +61,8 @@ def worked_solution(completions, answer, **kwargs) -> list[float]:
     """1.0 for the data's worked solution word for word, else 0.0: every sampled variation is pushed down at once,
     so the policy's next-token distributions narrow to the one text."""
     return [float(completion_text(c).strip() == a.strip()) for c, a in zip(completions, answer, strict=True)]
+
+
+def shorter(completions, **kwargs) -> list[float]:
+    """Pays for brevity, up to 400 characters: the mirror of `longer` (the policy learns to stop at once)."""
+    return [1 - min(len(completion_text(c)), 400) / 400 for c in completions]

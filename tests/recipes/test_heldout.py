@@ -2,7 +2,7 @@
 equals `make eval` on the start model and the adapter (same problems, same 4-bit base), no check fires on it nor on
 the shipped PPO, DPO and ORPO runs, held-out evaluation (greedy and sampled) leaves training byte-identical, a proxy
 reward the tiny model satisfies without answering correctly is named reward hacking (and drift from the start) with
-its evidence, and a reward that pays for length is named length drift."""
+its evidence, a reward that pays for length is named length drift, and one that pays for brevity entropy collapse."""
 
 import hashlib
 import json
@@ -147,3 +147,20 @@ def test_a_reward_that_pays_for_length_is_named_length_drift(tiny_world, tmp_pat
     assert "length drift" in [check["name"] for check in verdict["checks"]]
     assert f"  warning: length drift: held-out completions {length_before:.0f} -> {length_after:.0f} tokens" in printed
     assert f"{clipped_after:.0%} cut at the budget, while held-out accuracy " in printed
+
+
+@pytest.mark.slow
+def test_a_reward_that_pays_for_brevity_is_named_entropy_collapse(tiny_world, tmp_path, capsys):
+    """A reward for saying less: the policy learns to stop at once, and is certain of it (on an AVX512-BF16 CPU
+    held-out completions went from 49 tokens to none, and the token entropy, the stop measured where it is decided,
+    from 0.028 to 0.001 nats): its outputs converged to one answer, and the check names it."""
+    verdict = push(
+        tmp_path, "tests.recipes.reward_probes.shorter", 32, "--heldout_task", "tiny", "--heldout_limit", "50"
+    )
+    printed = capsys.readouterr().out
+    start, end = verdict["drift"]["entropy"]
+    assert end < 0.25 * start and verdict["drift"]["length"][1] < verdict["drift"]["length"][0]
+    assert "entropy collapse" in [check["name"] for check in verdict["checks"]]
+    assert f"  warning: entropy collapse: token entropy {start:.3f} -> {end:.3f} nats (below 25% of its start)" in (
+        printed
+    )
