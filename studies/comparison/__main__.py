@@ -2,10 +2,11 @@
 with the same rewards; what each costs (memory, time) and buys (held-out accuracy), over several seeds.
 
 Usage:
-    make compare                       # = python -m studies.comparison --profile tiny --seeds 3 (2-core CPU, offline)
+    make compare                       # = python -m studies.comparison --profile tiny --seeds 5 (2-core CPU, offline)
     make compare SEEDS=1               # one seed per method: a quick look
     make compare PROFILE=tiny-code     # the same on the tiny code world
     make sweep                         # = --sweep: each method's learning rate from a grid, chosen on validation
+    python -m studies.comparison --profile tiny --report   # summary.md and plots again from summary.json, no training
     python -m studies.comparison --profile tiny --prompts 16 --eval_limit 20 --seeds 1 --out /tmp/compare-smoke
 
 Matched budget: every method sees the same `--prompts` training prompts (the first N rows of the profile's
@@ -73,7 +74,7 @@ def main(argv=None):
     parser.add_argument("--prompts", type=int, help="training prompts every method sees once (profile default)")
     parser.add_argument("--eval_limit", type=int, help="held-out (and validation) problems (default: the profile's)")
     parser.add_argument("--eval_k", type=int, help="samples per problem for sampled pass@1")
-    parser.add_argument("--seeds", type=int, default=3, help="runs per method, seeds 0..N-1")
+    parser.add_argument("--seeds", type=int, default=5, help="runs per method, seeds 0..N-1")
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
     parser.add_argument("--sweep", action="store_true", help="the learning-rate sweep on the validation split")
     parser.add_argument(
@@ -81,6 +82,11 @@ def main(argv=None):
     )
     parser.add_argument("--validation_k", type=int, default=4, help="samples per validation problem")
     parser.add_argument("--out", help="default results/compare/<profile>")
+    parser.add_argument(
+        "--report",
+        action="store_true",
+        help="rewrite summary.md and the plots from the folder's summary.json and settings.json; trains nothing",
+    )
     one_line_errors()
     args = parser.parse_args(argv)
 
@@ -96,6 +102,20 @@ def main(argv=None):
     if (args.sweep or validation) and validation and not Path(validation).is_file():
         raise SystemExit(f"--profile {args.profile}: no validation split {validation} (make tiny builds it)")
     start = time.time()
+    estimate_model = grpo_config["model_name_or_path"] if args.profile.startswith("tiny") else profile["model_name"]
+
+    if args.report:
+        published = read_published(out)
+        if published is None:
+            raise SystemExit(f"--report: no summary.json and settings.json in {out} (make compare writes them)")
+        summary, settings = published
+        sweep_path = out / "sweep.json"
+        write_markdown(
+            summary, settings, out / "summary.md", json.loads(sweep_path.read_text()) if sweep_path.is_file() else None
+        )
+        plot(summary, estimate_all(estimate_model, args.profile)[0], out)
+        print(f"[compare] rewrote {out}/summary.md and the plots from its summary.json")
+        return summary
 
     if args.sweep:
         if not validation:
@@ -132,7 +152,6 @@ def main(argv=None):
             greedy=False,
         )[0]["sampled"]
 
-    estimate_model = grpo_config["model_name_or_path"] if args.profile.startswith("tiny") else profile["model_name"]
     estimates = estimate_all(estimate_model, args.profile)[0]
     records = summarise(runs, evals, "sampled", estimates, curves)
     summary = {

@@ -36,7 +36,13 @@ def against_published(summary: dict, settings: dict, published: tuple[dict, dict
     same_cpu = flags[0] == flags[1] and old_settings.get("cpu") == settings.get("cpu")
     lines = [
         f"against the published table ({where}; its kernel flags {flags[0]}, here {flags[1]}: "
-        + ("the same CPU" if same_cpu else "another CPU, numbers may differ")
+        + (
+            "the published CPU unrecorded: it may differ"
+            if flags[0] is None
+            else "the same CPU"
+            if same_cpu
+            else "another CPU, numbers may differ"
+        )
         + ")",
         "  method  metric           published [95%]            here     here - published  within",
     ]

@@ -5,7 +5,7 @@ from pathlib import Path
 
 from core.plots import rolling_mean
 from studies.comparison.runs import SCRIPT
-from studies.comparison.versus import markdown
+from studies.comparison.versus import markdown, what_holds
 
 
 def pct(value, ci=None) -> str:
@@ -48,6 +48,31 @@ def headline_table(summary: dict) -> str:
             row += f" {reward} | {rate} |"
         lines.append(row)
     return "\n".join(lines)
+
+
+def compute_lines(summary: dict) -> list[str]:
+    """Accuracy against compute in words (compute.png's numbers): per method, validation sampled pass@1 at its
+    first and last checkpoint, as the range over seeds, with the training seconds and samples used by then (means
+    over seeds). Samples are completions for GRPO and PPO, pairs for the preference methods."""
+    lines = []
+    for entry in summary["methods"]:
+        curves = [
+            r["compute_curve"] for r in summary["runs"] if r["method"] == entry["method"] and r.get("compute_curve")
+        ]
+        if entry["method"] == "base" or not curves:
+            continue
+        said = []
+        for points in ([c[0] for c in curves], [c[-1] for c in curves]):
+            low, high = (f(p["validation_sampled_pass1"] for p in points) for f in (min, max))
+            span = f"{low:.0%}" if f"{low:.0%}" == f"{high:.0%}" else f"{low:.0%}-{high:.0%}"
+            seconds = sum(p["train_seconds"] for p in points) / len(points)
+            samples = sum(p["samples"] for p in points) / len(points)
+            said.append(f"{span} after {seconds:.0f} s ({samples:,.0f} samples)")
+        lines.append(f"- {entry['method'].upper()}: " + " -> ".join(said))
+    base = summary.get("base_validation_sampled_pass1")
+    if lines and base is not None:
+        lines.insert(0, f"Validation sampled pass@1 (base {base:.1%}), range over seeds, first -> last checkpoint:")
+    return lines
 
 
 def write_markdown(summary: dict, settings: dict, path: Path, sweep: list | None = None) -> None:
@@ -95,6 +120,8 @@ def write_markdown(summary: dict, settings: dict, path: Path, sweep: list | None
             f"| {reward_time} | {num(a['sandbox_programs_per_second'], '.0f')} "
             f"| {pct(a['clipped_share'])} | {', '.join(flags)} |"
         )
+    lines += ["", "## What holds", "", what_holds(summary)]
+    lines += ["", "## Accuracy against compute", "", *compute_lines(summary)] if compute_lines(summary) else []
     lines += ["", *markdown(summary["versus"])] if summary.get("versus") else []
     lines += [
         "",

@@ -1,15 +1,17 @@
 """`make compare`: a small-budget run on the tiny world produces every file with every field, measured."""
 
 import json
+import shutil
 
 import pytest
 
 from core.metrics import first_last
+from studies.comparison.__main__ import main
 from studies.comparison.published import against_published, read_published
-from studies.comparison.report import headline_table
+from studies.comparison.report import compute_lines, headline_table
 from studies.comparison.runs import METHODS, steps_for
 from studies.comparison.summary import aggregate
-from studies.comparison.versus import sentence
+from studies.comparison.versus import sentence, what_holds
 from tests.conftest import REPO_ROOT
 
 FIELDS = (
@@ -60,6 +62,19 @@ def test_writes_summary_table_and_plots(compare_results):
     for method in ("base", *METHODS):
         assert f"| {method} |" in table
     assert settings["versions"]["trl"] in table and "## Settings" in table
+    assert f"## What holds\n\n{what_holds(summary)}\n" in table
+
+
+@pytest.mark.slow
+def test_report_rewrites_summary_md_and_the_plots_from_the_json_alone(compare_results, tmp_path):
+    with pytest.raises(SystemExit, match="no summary.json and settings.json in"):
+        main(["--profile", "tiny", "--out", str(tmp_path), "--report"])
+    for path in compare_results.glob("*.json"):  # summary, settings and a sweep's, if any
+        shutil.copy(path, tmp_path / path.name)
+    main(["--profile", "tiny", "--out", str(tmp_path), "--report"])
+    assert (tmp_path / "summary.md").read_text() == (compare_results / "summary.md").read_text()
+    for name in ("memory.png", "accuracy.png", "rewards.png", "compute.png"):
+        assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", name
 
 
 def per_problem(eval_file, problems: int) -> dict:
@@ -101,6 +116,8 @@ def test_a_rerun_is_printed_against_the_published_table():
     settings["kernel_flags"] = ["avx512_bf16", "amx_tile"]
     lines = against_published(summary, settings, published)
     assert "another CPU, numbers may differ" in lines[0]
+    unrecorded = {k: v for k, v in published[1].items() if k not in ("cpu", "kernel_flags")}  # an older table's
+    assert "the published CPU unrecorded" in against_published(summary, settings, (published[0], unrecorded))[0]
     grpo_sampled = next(line for line in lines if line.split()[:3] == ["grpo", "sampled", "pass@1"])
     assert grpo_sampled.endswith("no") and f"{(high + 0.05 - published_grpo) * 100:+6.1f} points" in grpo_sampled
     others = [line for line in lines[2:] if "pass@1" in line and line is not grpo_sampled]
@@ -302,14 +319,21 @@ def test_sweep_writes_its_file_and_chooses_on_validation(tiny_world, tmp_path):
 
 @pytest.mark.parametrize("profile", ["tiny", "tiny-code"])
 def test_published_tables_are_their_summary_json(profile):
-    """The tables in results/compare/<profile>/README.md (and the main README's, for tiny) are exactly what
-    `headline_table` makes of the published summary.json: a rerun that changes the numbers changes the tables."""
+    """The tables in results/compare/<profile>/README.md (and the main README's, for tiny), and the sentences under
+    them that say what holds, are exactly what `headline_table` and `what_holds` make of the published
+    summary.json (and the results README's accuracy against compute is `compute_lines`'): a rerun that changes the
+    numbers changes the tables and what they are said to show."""
     folder = REPO_ROOT / "results" / "compare" / profile
-    table = headline_table(json.loads((folder / "summary.json").read_text()))
-    assert table.count("\n") == 6 and "| grpo | " in table
-    assert table in (folder / "README.md").read_text()
-    if profile == "tiny":
-        assert table in (REPO_ROOT / "README.md").read_text()
+    summary = json.loads((folder / "summary.json").read_text())
+    table, holds = headline_table(summary), what_holds(summary)
+    assert table.count("\n") == 7 and "| grpo | " in table and "| ipo | " in table
+    assert {r["seeds"] == [0, 1, 2, 3, 4] for r in summary["versus"]} == {True}  # five seeds, every pair
+    assert len(summary["versus"]) == 2 * 10 and "Method against method" in holds
+    readmes = [folder / "README.md"] + ([REPO_ROOT / "README.md"] if profile == "tiny" else [])
+    for readme in readmes:
+        assert table in readme.read_text() and holds in readme.read_text(), readme
+    compute = compute_lines(summary)  # accuracy against compute, in words
+    assert len(compute) == 1 + 5 and "\n".join(compute) in readmes[0].read_text()
 
 
 @pytest.mark.parametrize("profile", ["tiny", "tiny-code"])
