@@ -349,3 +349,16 @@ def test_the_tiny_configs_train_at_the_learning_rate_their_published_sweep_chose
         best = max(r["validation_sampled_pass1"] for r in rows if r["method"] == method)
         assert row["validation_sampled_pass1"] == best
     assert chosen["ipo"]["measured"]["commit"]  # a newer sweep's rows say where they ran
+
+
+def test_what_the_math_readme_reads_from_its_table_holds():
+    """The hand-written reading under the math table (results/compare/tiny/README.md), held to its summary.json."""
+    summary = json.loads((REPO_ROOT / "results" / "compare" / "tiny" / "summary.json").read_text())
+    methods = {a["method"]: a for a in summary["methods"]}
+    width = {(r["a"], r["b"], r["metric"]): r["ci95"][1] - r["ci95"][0] for r in summary["versus"]}
+    assert min(width, key=width.get)[:2] == ("dpo", "ipo")  # the same trainer and pairs, another loss
+    for method in ("dpo", "ipo"):  # sharpen the likeliest answer far more than the distribution
+        assert methods[method]["greedy_vs_base"] > 3 * methods[method]["sampled_vs_base"] > 0
+    spread = {m: a["sampled_pass1_sd"] for m, a in methods.items() if m != "base"}
+    assert max(spread, key=spread.get) == "ppo"
+    assert max(a["clipped_share"] for a in methods.values()) < 0.00015  # "at most 0.01%"
