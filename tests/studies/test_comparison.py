@@ -362,3 +362,16 @@ def test_what_the_math_readme_reads_from_its_table_holds():
     spread = {m: a["sampled_pass1_sd"] for m, a in methods.items() if m != "base"}
     assert max(spread, key=spread.get) == "ppo"
     assert max(a["clipped_share"] for a in methods.values()) < 0.00015  # "at most 0.01%"
+
+
+def test_what_the_code_readme_reads_from_its_table_holds():
+    """The hand-written reading under the code table (results/compare/tiny-code/README.md), held to summary.json."""
+    summary = json.loads((REPO_ROOT / "results" / "compare" / "tiny-code" / "summary.json").read_text())
+    methods = {a["method"]: a for a in summary["methods"] if a["method"] != "base"}
+    share = {m: a["reward_share"] for m, a in methods.items()}
+    assert max(share, key=share.get) == "grpo"  # the sandbox, GRPO's largest cost of any method's
+    assert methods["dpo"]["greedy_vs_base"] > 3 * methods["dpo"]["sampled_vs_base"] > 0
+    assert methods["ipo"]["sampled_vs_base"] > methods["dpo"]["sampled_vs_base"]
+    spread = {m: a["greedy_accuracy_sd"] for m, a in methods.items()}
+    assert max(spread, key=spread.get) == "ipo"
+    assert max(a["clipped_share"] for a in methods.values()) == 0
