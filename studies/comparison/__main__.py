@@ -68,6 +68,14 @@ from studies.comparison.versus import versus
 from studies.memory.estimate import estimate_all
 
 
+def write_report(summary: dict, settings: dict, estimates: dict, out: Path) -> None:
+    """summary.md (with the folder's sweep, if one was run) and the plots, after a run or from its JSON (--report)."""
+    sweep_path = out / "sweep.json"
+    sweep_rows = json.loads(sweep_path.read_text()) if sweep_path.is_file() else None
+    write_markdown(summary, settings, out / "summary.md", sweep_rows)
+    plot(summary, estimates, out)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--profile", default="tiny", choices=sorted(PROFILES))
@@ -109,11 +117,7 @@ def main(argv=None):
         if published is None:
             raise SystemExit(f"--report: no summary.json and settings.json in {out} (make compare writes them)")
         summary, settings = published
-        sweep_path = out / "sweep.json"
-        write_markdown(
-            summary, settings, out / "summary.md", json.loads(sweep_path.read_text()) if sweep_path.is_file() else None
-        )
-        plot(summary, estimate_all(estimate_model, args.profile)[0], out)
+        write_report(summary, settings, estimate_all(estimate_model, args.profile)[0], out)
         print(f"[compare] rewrote {out}/summary.md and the plots from its summary.json")
         return summary
 
@@ -184,12 +188,9 @@ def main(argv=None):
         "seconds": round(time.time() - start, 1),
         "steps": {m: steps_for(m, recipe_config(args.profile, m)[1], prompts) for m in ("grpo", "ppo")},
     }
-    sweep_path = out / "sweep.json"
-    sweep_rows = json.loads(sweep_path.read_text()) if sweep_path.is_file() else None
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     (out / "settings.json").write_text(json.dumps(settings, indent=2) + "\n")
-    write_markdown(summary, settings, out / "summary.md", sweep_rows)
-    plot(summary, estimates, out)
+    write_report(summary, settings, estimates, out)
     print((out / "summary.md").read_text())
     print("\n".join(against_published(summary, settings, published)))
     print(

@@ -33,17 +33,14 @@ def against_published(summary: dict, settings: dict, published: tuple[dict, dict
         return [f"against the published table: not comparable, other settings ({settings_differ})"]
     where = f"commit {old_settings.get('commit') or 'unrecorded'}, {old_settings.get('cpu') or 'CPU unrecorded'}"
     flags = (old_settings.get("kernel_flags"), settings.get("kernel_flags"))
-    same_cpu = flags[0] == flags[1] and old_settings.get("cpu") == settings.get("cpu")
+    if flags[0] is None:
+        which = "the published CPU unrecorded: it may differ"
+    elif flags[0] == flags[1] and old_settings.get("cpu") == settings.get("cpu"):
+        which = "the same CPU"
+    else:
+        which = "another CPU, numbers may differ"
     lines = [
-        f"against the published table ({where}; its kernel flags {flags[0]}, here {flags[1]}: "
-        + (
-            "the published CPU unrecorded: it may differ"
-            if flags[0] is None
-            else "the same CPU"
-            if same_cpu
-            else "another CPU, numbers may differ"
-        )
-        + ")",
+        f"against the published table ({where}; its kernel flags {flags[0]}, here {flags[1]}: {which})",
         "  method  metric           published [95%]            here     here - published  within",
     ]
     old = {a["method"]: a for a in old_summary["methods"]}

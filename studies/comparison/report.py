@@ -121,7 +121,8 @@ def write_markdown(summary: dict, settings: dict, path: Path, sweep: list | None
             f"| {pct(a['clipped_share'])} | {', '.join(flags)} |"
         )
     lines += ["", "## What holds", "", what_holds(summary)]
-    lines += ["", "## Accuracy against compute", "", *compute_lines(summary)] if compute_lines(summary) else []
+    compute = compute_lines(summary)
+    lines += ["", "## Accuracy against compute", "", *compute] if compute else []
     lines += ["", *markdown(summary["versus"])] if summary.get("versus") else []
     lines += [
         "",

@@ -6,6 +6,7 @@ import signal
 import subprocess
 import sys
 import time
+from importlib import import_module
 from pathlib import Path
 
 import torch
@@ -17,10 +18,9 @@ def run_recipe(module, config: str, *overrides: str, heldout: bool = False):
     """Parses exactly as the CLI does (TrlParser, YAML + overrides) and runs main() in this process. Held-out
     evaluation (in a training recipe) as the config has it with `heldout`, else only where the overrides ask for it."""
     from core.config import parse_config
-    from core.heldout import HeldoutArguments
 
     parser = module_parser(module)
-    quiet = [] if heldout or HeldoutArguments not in parser.dataclass_types else NO_HELDOUT
+    quiet = () if heldout else heldout_off(parser)
     argv = sys.argv
     sys.argv = [module.__name__, "--config", str(REPO_ROOT / config), *quiet, *overrides]
     try:
@@ -38,6 +38,14 @@ def module_parser(module):
     from trl import TrlParser
 
     return TrlParser(tuple(p.annotation for p in inspect.signature(module.main).parameters.values()))
+
+
+def heldout_off(parser) -> tuple[str, ...]:
+    """The flags that turn held-out evaluation off, for a recipe whose parser has them (every training recipe, not
+    recipes.pairs)."""
+    from core.heldout import HeldoutArguments
+
+    return NO_HELDOUT if HeldoutArguments in parser.dataclass_types else ()
 
 
 def count_4bit(model) -> int:
@@ -77,7 +85,13 @@ def metrics_steps(run_dir: Path) -> list[int]:
 
 def cli(method: str, *args: str, env=None) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", f"recipes.{method}", *(NO_HELDOUT if method != "pairs" else ()), *args],
+        [
+            sys.executable,
+            "-m",
+            f"recipes.{method}",
+            *heldout_off(module_parser(import_module(f"recipes.{method}"))),
+            *args,
+        ],
         cwd=REPO_ROOT,
         env={**os.environ, **(env or {})},
         stdout=subprocess.PIPE,
