@@ -160,6 +160,9 @@ reward-check: install $(TINY)/world.json ## does GRPO raise the reward on the pr
 compare: install $(TINY_WORLD) ## the five methods, same start and prompts -> results/compare/<profile>/ (PROFILE, SEEDS)
 	$(PY) -m studies.comparison --profile $(PROFILE) --seeds $(SEEDS) $(ARGS)
 
+study-kl: install $(TINY_WORLD) ## what the KL term buys: GRPO beta, PPO kl_coef -> results/studies/kl/ (PROFILE, SEEDS=3)
+	$(PY) -m studies.kl --profile $(PROFILE) --seeds $(if $(filter command line environment,$(origin SEEDS)),$(SEEDS),3) $(ARGS)
+
 sweep: install $(TINY_WORLD) ## each method's learning rate, chosen on the validation split -> sweep.json
 	$(PY) -m studies.comparison --profile $(PROFILE) --sweep $(ARGS)
 

@@ -92,6 +92,65 @@ def run(command: list[str], log: Path) -> float:
     return time.time() - start
 
 
+def sample_pairs(profile: str, prompts: int, out: Path, seed: int) -> Path:
+    """`make pairs` on the first `prompts` training prompts: k samples each from the starting model at GRPO's k and
+    temperature, scored with the same rewards; the file DPO, IPO and ORPO train on."""
+    pairs_path = recipe_config(profile, "pairs")[0]
+    grpo_config = recipe_config(profile, "grpo")[1]
+    pairs_file = out / f"pairs-seed{seed}.jsonl"
+    command = [sys.executable, "-m", "recipes.pairs", "--config", str(pairs_path), "--max_prompts", str(prompts)]
+    command += ["--num_samples", str(grpo_config.get("num_generations", 8)), "--seed", str(seed)]
+    command += ["--temperature", str(grpo_config.get("temperature", 1.0)), "--output", str(pairs_file)]
+    run(command, out / f"pairs-seed{seed}.log")
+    return pairs_file
+
+
+def recipe_command(
+    profile: str,
+    method: str,
+    run_dir: Path,
+    seed: int,
+    prompts: int,
+    pairs_file: Path | None = None,
+    learning_rate: float | None = None,
+    checkpoints: int = 0,
+    flags=(),
+) -> tuple[list[str], int]:
+    """The recipe's command line for one run on the study's budget (each of `prompts` prompts once; one epoch of
+    `pairs_file` for the preference methods), and its optimizer steps. `flags` come last, so they win."""
+    path, config = recipe_config(profile, method)
+    command = [sys.executable, "-m", f"recipes.{SCRIPT.get(method, method)}", "--config", str(path)]
+    # held-out evaluation during training off: the studies score every adapter themselves, on more problems, and
+    # the runs' own evaluations would only add their seconds to each method's time (a study's flags may turn it on)
+    command += ["--output_dir", str(run_dir), "--logging_steps", "1", "--seed", str(seed), "--heldout_limit", "0"]
+    if method in PREFERENCE_METHODS:
+        steps = max(1, math.ceil(sum(1 for _ in open(pairs_file)) / samples_per_step(method, config)))
+        command += ["--dataset_name", str(pairs_file), "--max_steps", "-1", "--num_train_epochs", "1"]
+    else:
+        overridden = {**config, **_numeric_flags(flags)}  # a study's num_generations or batch changes the steps
+        steps = steps_for(method, overridden, prompts)
+        command += ["--max_train_samples", str(prompts), "--max_steps", str(steps)]
+    if learning_rate is not None:
+        command += ["--learning_rate", str(learning_rate)]
+    # every 1/checkpoints of the budget, all kept (the recipe YAMLs keep only the last few)
+    if checkpoints:
+        command += ["--save_strategy", "steps", "--save_steps", str(max(1, steps // checkpoints))]
+        command += ["--save_total_limit", str(steps + 1)]
+    else:
+        command += ["--save_strategy", "no"]
+    return command + list(flags), steps
+
+
+def _numeric_flags(flags) -> dict:
+    """`--key value` pairs among `flags` whose value is an integer (the keys that set a run's steps)."""
+    flags = list(flags)
+    return {
+        key[2:]: int(value)
+        for key, value in zip(flags, flags[1:], strict=False)
+        if key.startswith("--") and value.lstrip("-").isdigit()
+    }
+
+
 def train_all(
     profile: str,
     prompts: int,
@@ -104,72 +163,12 @@ def train_all(
     """Train every method once with `seed`, each in its own process; returns (method, seed) -> run folder. With
     `checkpoints`, each run saves its adapter at every 1/checkpoints of its budget (and their times)."""
     runs = {}
-    pairs_path, pairs_config = recipe_config(profile, "pairs")
-    pairs_file = out / f"pairs-seed{seed}.jsonl"
-    if set(PREFERENCE_METHODS) & set(methods):
-        grpo_config = recipe_config(profile, "grpo")[1]
-        run(
-            [
-                sys.executable,
-                "-m",
-                "recipes.pairs",
-                "--config",
-                str(pairs_path),
-                "--max_prompts",
-                str(prompts),
-                "--num_samples",
-                str(grpo_config.get("num_generations", 8)),
-                "--seed",
-                str(seed),
-                "--temperature",
-                str(grpo_config.get("temperature", 1.0)),
-                "--output",
-                str(pairs_file),
-            ],
-            out / f"pairs-seed{seed}.log",
-        )
+    pairs_file = sample_pairs(profile, prompts, out, seed) if set(PREFERENCE_METHODS) & set(methods) else None
     for method in methods:
-        path, config = recipe_config(profile, method)
         run_dir = out / f"{method}-seed{seed}"
         shutil.rmtree(run_dir, ignore_errors=True)  # the study's own run folder from an earlier `make compare`
-        command = [
-            sys.executable,
-            "-m",
-            f"recipes.{SCRIPT.get(method, method)}",
-            "--config",
-            str(path),
-            "--output_dir",
-            str(run_dir),
-            "--logging_steps",
-            "1",
-            "--seed",
-            str(seed),
-            # the study scores every checkpoint itself, on more problems; the runs' own evaluations would only add
-            # their seconds to each method's time
-            "--heldout_limit",
-            "0",
-        ]
-        if method in ("grpo", "ppo"):
-            steps = steps_for(method, config, prompts)
-            command += ["--max_train_samples", str(prompts), "--max_steps", str(steps)]
-        else:
-            steps = max(1, math.ceil(sum(1 for _ in open(pairs_file)) / samples_per_step(method, config)))
-            command += ["--dataset_name", str(pairs_file), "--max_steps", "-1", "--num_train_epochs", "1"]
-        if learning_rates and method in learning_rates:
-            command += ["--learning_rate", str(learning_rates[method])]
-        # every quarter of the budget, all kept (the recipe YAMLs keep only the last few)
-        command += (
-            [
-                "--save_strategy",
-                "steps",
-                "--save_steps",
-                str(max(1, steps // checkpoints)),
-                "--save_total_limit",
-                str(steps + 1),
-            ]
-            if checkpoints
-            else ["--save_strategy", "no"]
-        )
+        rate = (learning_rates or {}).get(method)
+        command, _ = recipe_command(profile, method, run_dir, seed, prompts, pairs_file, rate, checkpoints)
         print(f"[compare] training {method} (seed {seed}) ...", flush=True)
         seconds = run(command, out / f"{method}-seed{seed}.log")
         print(f"[compare] {method} (seed {seed}) done in {seconds:.0f} s", flush=True)
