@@ -29,6 +29,7 @@ from core.run_dir import resolve_run_dir, write_run_files
 from core.summary import finish_run
 from core.trainers import recipe_trainer
 from rewards import SandboxUnavailable, get_reward_funcs, required_columns
+from rewards.noise import flip_noise
 
 
 @dataclass
@@ -48,6 +49,13 @@ class ScriptArguments:
     max_train_samples: int | None = None
     reward_funcs: list[str] = field(default_factory=lambda: ["math_accuracy"])
     reward_kwargs: dict = field(default_factory=dict, metadata={"help": "reward name -> keyword arguments"})
+    reward_noise: float = field(
+        default=0.0,
+        metadata={
+            "help": "flip each 0/1 training reward with this probability (rewards.noise; seeded by the run's seed); "
+            "held-out evaluation scores with the clean rewards"
+        },
+    )
     drop_incomplete_rows: bool = field(
         default=False, metadata={"help": "drop rows whose prompt or gold columns are missing or empty (else refused)"}
     )
@@ -136,7 +144,11 @@ def main(
 
     # ----- rewards -----
     funcs = get_reward_funcs(script_args.reward_funcs, script_args.reward_kwargs)
-    reward_funcs = [TimedReward(f, script_args.reward_timeout) for f in funcs]
+    if script_args.reward_noise:  # a verifier that is sometimes wrong, on purpose; held-out truth stays clean
+        trained = [flip_noise(f, script_args.reward_noise, training_args.seed + i) for i, f in enumerate(funcs)]
+    else:
+        trained = funcs
+    reward_funcs = [TimedReward(f, script_args.reward_timeout) for f in trained]
     own = own_heldout(
         heldout_args, held, script_args, training_args.reward_weights, funcs, training_args.max_completion_length
     )
