@@ -163,6 +163,9 @@ compare: install $(TINY_WORLD) ## the five methods, same start and prompts -> re
 study-kl: install $(TINY_WORLD) ## what the KL term buys: GRPO beta, PPO kl_coef -> results/studies/kl/ (PROFILE, SEEDS=3)
 	$(PY) -m studies.kl --profile $(PROFILE) --seeds $(if $(filter command line environment,$(origin SEEDS)),$(SEEDS),3) $(ARGS)
 
+study-k: install $(TINY_WORLD) ## GRPO's group size under reward noise -> results/studies/group-size/ (PROFILE, SEEDS=3)
+	$(PY) -m studies.group_size --profile $(PROFILE) --seeds $(if $(filter command line environment,$(origin SEEDS)),$(SEEDS),3) $(ARGS)
+
 sweep: install $(TINY_WORLD) ## each method's learning rate, chosen on the validation split -> sweep.json
 	$(PY) -m studies.comparison --profile $(PROFILE) --sweep $(ARGS)
 
