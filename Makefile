@@ -8,6 +8,7 @@ PY := $(VENV)/bin/python
 TORCH ?= $(shell command -v nvidia-smi >/dev/null 2>&1 && echo "torch>=2.6,<2.15" || echo "torch==2.13.0")
 TINY := artifacts/tiny
 TINY_CODE := artifacts/tiny-code
+TINY_LENGTH := artifacts/tiny-length
 # Where DeepSpeed (and torch) keep the C++ extensions they compile on first use: inside the environment, built once.
 export TORCH_EXTENSIONS_DIR ?= $(abspath $(VENV))/torch_extensions
 
@@ -98,9 +99,10 @@ lint: install ## ruff check and ruff format --check
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
-tiny: install ## install both tiny worlds (math, code) under artifacts/ from tasks/worlds/, hashes checked, seconds
+tiny: install ## install the tiny worlds (math, code, length) under artifacts/ from tasks/worlds/, hashes checked
 	$(PY) -m tasks.shipped --world tiny --out $(TINY)
 	$(PY) -m tasks.shipped --world tiny-code --out $(TINY_CODE)
+	$(PY) -m tasks.shipped --world tiny-length --out $(TINY_LENGTH)
 
 tiny-rebuild: install ## build both worlds here (~5 min) under artifacts/rebuilt/ and say if they equal the shipped
 	$(PY) -m studies.tiny_world --force --out artifacts/rebuilt/tiny
@@ -112,6 +114,9 @@ $(TINY)/world.json: tasks/worlds/manifest.json | install
 
 $(TINY_CODE)/world.json: tasks/worlds/manifest.json | install
 	$(PY) -m tasks.shipped --world tiny-code --out $(TINY_CODE)
+
+$(TINY_LENGTH)/world.json: tasks/worlds/manifest.json | install
+	$(PY) -m tasks.shipped --world tiny-length --out $(TINY_LENGTH)
 
 $(TINY)/pairs/train.jsonl: | $(TINY)/world.json
 	$(PY) -m recipes.pairs --config recipes/configs/tiny/pairs.yaml
@@ -160,11 +165,20 @@ reward-check: install $(TINY)/world.json ## does GRPO raise the reward on the pr
 compare: install $(TINY_WORLD) ## the five methods, same start and prompts -> results/compare/<profile>/ (PROFILE, SEEDS)
 	$(PY) -m studies.comparison --profile $(PROFILE) --seeds $(SEEDS) $(ARGS)
 
-study-kl: install $(TINY_WORLD) ## what the KL term buys: GRPO beta, PPO kl_coef -> results/studies/kl/ (PROFILE, SEEDS=3)
-	$(PY) -m studies.kl --profile $(PROFILE) --seeds $(if $(filter command line environment,$(origin SEEDS)),$(SEEDS),3) $(ARGS)
+# The studies run 3 seeds unless SEEDS is given (the comparison's default is 5).
+STUDY_SEEDS = $(if $(filter command line environment,$(origin SEEDS)),$(SEEDS),3)
 
-study-k: install $(TINY_WORLD) ## GRPO's group size under reward noise -> results/studies/group-size/ (PROFILE, SEEDS=3)
-	$(PY) -m studies.group_size --profile $(PROFILE) --seeds $(if $(filter command line environment,$(origin SEEDS)),$(SEEDS),3) $(ARGS)
+study-kl: install $(TINY_WORLD) ## what the KL term buys: GRPO beta, PPO kl_coef -> results/studies/kl/ (SEEDS=3)
+	$(PY) -m studies.kl --profile $(PROFILE) --seeds $(STUDY_SEEDS) $(ARGS)
+
+study-k: install $(TINY_WORLD) ## GRPO's group size under reward noise -> results/studies/group-size/ (SEEDS=3)
+	$(PY) -m studies.group_size --profile $(PROFILE) --seeds $(STUDY_SEEDS) $(ARGS)
+
+study-length: install $(if $(filter tiny,$(PROFILE)),$(TINY_LENGTH)/world.json) ## GRPO's loss_type and length -> results/studies/length/
+	$(PY) -m studies.length --profile $(PROFILE) --seeds $(STUDY_SEEDS) $(ARGS)
+
+study-onpolicy: install $(TINY_WORLD) ## DPO/IPO on pairs sampled once vs each round, GRPO beside -> results/studies/onpolicy/
+	$(PY) -m studies.onpolicy --profile $(PROFILE) --seeds $(STUDY_SEEDS) $(ARGS)
 
 sweep: install $(TINY_WORLD) ## each method's learning rate, chosen on the validation split -> sweep.json
 	$(PY) -m studies.comparison --profile $(PROFILE) --sweep $(ARGS)

@@ -51,7 +51,23 @@ class TimedReward:
         spent["calls"] += 1
         spent["completions"] += len(completions)
         REWARD_SCORES.setdefault(self.__name__, []).extend(score for score in scores if score is not None)
+        log_lengths_by_score(self.__name__, scores, columns)
         return scores
+
+
+def log_lengths_by_score(name: str, scores: list, columns: dict) -> None:
+    """For a pass/fail reward, the mean completion length (tokens) of the completions it passed and of those it
+    failed, through the trainer's own metric log (TRL's GRPO hands rewards `log_metric` and `completion_ids`): what
+    training does to the length of right and of wrong answers (GRPO's length bias)."""
+    log_metric, ids = columns.get("log_metric"), columns.get("completion_ids")
+    if log_metric is None or ids is None or len(ids) != len(scores):
+        return
+    if not {s for s in scores if s is not None} <= {0.0, 1.0}:
+        return
+    for verdict, value in (("passed", 1.0), ("failed", 0.0)):
+        lengths = [len(i) for i, s in zip(ids, scores, strict=True) if s == value]
+        if lengths:
+            log_metric(f"lengths/{name}/{verdict}", sum(lengths) / len(lengths))
 
 
 class MetricsLogger(TrainerCallback):

@@ -128,6 +128,17 @@ def load_model(model_args: ModelConfig, model_class=AutoModelForCausalLM, **extr
     return model_class.from_pretrained(model_args.model_name_or_path, **model_kwargs(model_args), **extra)
 
 
+def with_adapter(model, adapter: str | None, trainable: bool = False):
+    """`model` with the LoRA adapter at `adapter` on it (None: the model as it is); `trainable`: to train on (an
+    iterative method's next round starts from the last round's adapter)."""
+    if adapter is None:
+        return model
+    from peft import PeftModel
+
+    check_adapter(adapter)
+    return PeftModel.from_pretrained(model, adapter, is_trainable=trainable)
+
+
 def load_tokenizer(model_args: ModelConfig):
     tokenizer = AutoTokenizer.from_pretrained(model_args.model_name_or_path, revision=model_args.model_revision)
     if tokenizer.pad_token is None:

@@ -20,8 +20,20 @@ PROCESS_START = time.time()
 
 CONFIGS = Path(__file__).resolve().parents[1] / "recipes" / "configs"
 # The `make eval` task that measures what each shipped profile trains, and the reward that task scores with.
-PROFILE_TASKS = {"tiny": "tiny", "tiny-code": "tiny-code", "7b": "gsm8k", "7b-code": "mbpp"}
-TASK_VERIFIERS = {"tiny": "math_accuracy", "gsm8k": "math_accuracy", "tiny-code": "code_tests", "mbpp": "code_tests"}
+PROFILE_TASKS = {
+    "tiny": "tiny",
+    "tiny-code": "tiny-code",
+    "tiny-length": "tiny-length",
+    "7b": "gsm8k",
+    "7b-code": "mbpp",
+}
+TASK_VERIFIERS = {
+    "tiny": "math_accuracy",
+    "tiny-length": "math_accuracy",
+    "gsm8k": "math_accuracy",
+    "tiny-code": "code_tests",
+    "mbpp": "code_tests",
+}
 # What to check when training had no signal.
 NO_SIGNAL_CAUSES = (
     "likely causes: the reward gives every completion the same score (check it on real output with make score), "

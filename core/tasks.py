@@ -76,6 +76,18 @@ TASKS = {
         default_data="artifacts/tiny/data/test.jsonl",
         max_new_tokens=96,
     ),
+    # The length world (studies/length): the math world's problems and verifier; its model can answer without the
+    # columns, so length is the policy's choice.
+    "tiny-length": Task(
+        "tiny-length",
+        None,
+        None,
+        "test",
+        ("question", "answer"),
+        "{question}",
+        default_data="artifacts/tiny-length/data/test.jsonl",
+        max_new_tokens=96,
+    ),
     "tiny-code": Task(
         "tiny-code",
         None,

@@ -19,7 +19,7 @@ from core.config import parse_config, source_of, stop_grace_field
 from core.data import load_data
 from core.heldout import HeldoutArguments, heldout_callbacks
 from core.logprob_trainers import check_logprobs, with_logprobs
-from core.models import check_model, load_tokenizer, model_kwargs
+from core.models import check_adapter, check_model, load_model, load_tokenizer, model_kwargs, with_adapter
 from core.run_dir import resolve_run_dir, write_run_files
 from core.summary import finish_run
 from core.trainers import recipe_trainer
@@ -37,6 +37,13 @@ class ScriptArguments:
     )
     reuse_output_dir: bool = field(
         default=False, metadata={"help": "write into an output_dir that holds another run's files (moved aside)"}
+    )
+    init_adapter: str | None = field(
+        default=None,
+        metadata={
+            "help": "go on training this LoRA adapter (iterative DPO: the last round's); TRL then takes a frozen copy "
+            "of it as the reference, instead of the adapter-less base"
+        },
     )
     logprobs: str = field(
         default="full",
@@ -66,6 +73,8 @@ def main(
     method = "ipo" if list(training_args.loss_type) == ["ipo"] else "dpo"  # IPO: DPO's trainer, the squared loss
     if not model_args.use_peft:
         raise SystemExit("this recipe trains LoRA adapters (use_peft: true): the reference is the adapter-less base")
+    if script_args.init_adapter:
+        check_adapter(script_args.init_adapter)
 
     # ----- data -----
     dataset = load_data(
@@ -81,20 +90,24 @@ def main(
 
     # ----- model -----
     resume = resolve_run_dir(training_args, method, script_args.profile, script_args.reuse_output_dir)
-    training_args.model_init_kwargs = model_kwargs(model_args)
     tokenizer = load_tokenizer(model_args)
+    if script_args.init_adapter:  # loaded here, so TRL takes the model as given (its init kwargs stay unset)
+        model, peft_config = with_adapter(load_model(model_args), script_args.init_adapter, trainable=True), None
+    else:
+        training_args.model_init_kwargs = model_kwargs(model_args)
+        model, peft_config = model_args.model_name_or_path, get_peft_config(model_args)
 
     # ----- held-out: accuracy and drift at the start, every heldout_eval_steps, the end -----
     heldout = heldout_callbacks(training_args.output_dir, heldout_args, tokenizer)
 
     # ----- trainer -----
     trainer = recipe_trainer(with_logprobs(DPOTrainer, script_args.logprobs))(
-        model=model_args.model_name_or_path,
+        model=model,
         ref_model=None,
         args=training_args,
         train_dataset=dataset,
         processing_class=tokenizer,
-        peft_config=get_peft_config(model_args),
+        peft_config=peft_config,
         callbacks=run_callbacks(
             training_args.output_dir, script_args.measure_tensor_memory, script_args.stop_grace_seconds
         )

@@ -29,7 +29,7 @@ from core.data import (
 )
 from core.errors import UserError
 from core.generation import generate
-from core.models import check_model, load_model, load_tokenizer, prompt_room
+from core.models import check_adapter, check_model, load_model, load_tokenizer, prompt_room, with_adapter
 from core.storage import write_text_whole, write_whole
 from rewards import SandboxUnavailable, get_reward_funcs, required_columns, weighted_sum
 
@@ -50,6 +50,13 @@ class PairsArguments:
     )
     system_prompt: str | None = None
     max_prompts: int | None = None
+    skip_prompts: int = field(
+        default=0, metadata={"help": "start after this many prompts (an iterative method's later rounds: new prompts)"}
+    )
+    adapter: str | None = field(
+        default=None,
+        metadata={"help": "sample from the model with this LoRA adapter on (on-policy pairs: the current policy)"},
+    )
     reward_funcs: list[str] = field(default_factory=lambda: ["math_accuracy"])
     reward_weights: list[float] | None = None
     reward_kwargs: dict = field(default_factory=dict)
@@ -92,14 +99,21 @@ def main(args: PairsArguments, model_args: ModelConfig):
     if args.num_samples < 2:
         raise SystemExit(f"num_samples must be >= 2 to form a pair, got {args.num_samples}")
     check_model(model_args, source_of("model_name_or_path"))
+    if args.adapter:
+        check_adapter(args.adapter)
+    if args.skip_prompts < 0:
+        raise SystemExit(f"skip_prompts must be >= 0, got {args.skip_prompts}")
 
     # ----- data -----
     needed = [*prompt_columns(args.prompt_column, args.prompt_template), *required_columns(args.reward_funcs)]
     dataset = load_data(
         args.dataset_name, args.dataset_train_split, args.dataset_config, needed, args.drop_incomplete_rows
     )
-    if args.max_prompts:
-        dataset = dataset.select(range(min(args.max_prompts, len(dataset))))
+    end = len(dataset) if args.max_prompts is None else min(len(dataset), args.skip_prompts + args.max_prompts)
+    if args.skip_prompts >= len(dataset):
+        raise SystemExit(f"skip_prompts {args.skip_prompts}: {args.dataset_name} has only {len(dataset)} prompts")
+    if args.skip_prompts or args.max_prompts:
+        dataset = dataset.select(range(args.skip_prompts, end))
     warn_unparseable_golds(dataset, args.reward_funcs, args.dataset_name)
     dataset = with_code_test_columns(dataset, args.reward_funcs, args.dataset_name)
     gold_columns = [c for c in dataset.column_names if c != args.prompt_column]
@@ -114,7 +128,7 @@ def main(args: PairsArguments, model_args: ModelConfig):
 
     # ----- model -----
     torch.manual_seed(args.seed)
-    model = load_model(model_args)
+    model = with_adapter(load_model(model_args), args.adapter)
 
     # ----- sample and score -----
     prompts = dataset["messages"]

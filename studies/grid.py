@@ -9,6 +9,7 @@ A cell's flags are the recipe's own command-line flags, so a cell is a command a
 `python -m recipes.grpo --config recipes/configs/tiny/grpo.yaml --beta 0.04`.
 """
 
+import argparse
 import json
 import os
 import platform
@@ -17,6 +18,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from core.errors import one_line_errors
 from core.metrics import numbers_of, read_metrics
 from core.provenance import code_digest, commit, cpu
 from core.run_dir import library_versions
@@ -40,70 +42,132 @@ DRIFT_PROBLEMS = 100
 
 @dataclass(frozen=True)
 class Cell:
-    """One setting of the grid: `flags` on the `method`'s recipe; `group` names the cells compared with each
-    other, `reference` marks the one each is compared with; `prompts` overrides the study's budget (None: the
-    study's); `logged` names metrics.jsonl keys averaged over the run (e.g. TRL's frac_reward_zero_std)."""
+    """One setting of the grid: `flags` on the `method`'s recipe; `against` names the cell it is compared with
+    (None: it is a reference); `group` names the cells drawn and read together; `prompts` overrides the study's
+    budget (None: the study's); `logged` names metrics.jsonl keys kept per run (mean over the run, and the means of
+    its first and last quarter of logged steps: e.g. TRL's frac_reward_zero_std, completion lengths)."""
 
     name: str
     method: str = "grpo"
     flags: tuple[str, ...] = ()
     group: str = ""
-    reference: bool = False
+    against: str | None = None
     prompts: int | None = None
     logged: tuple[str, ...] = ()
+    rounds: int = 1  # preference methods: >1 re-samples pairs from the current adapter each round (iterative DPO)
+
+    @property
+    def reference(self) -> bool:
+        return self.against is None
 
 
 def check_grid(cells: list[Cell]) -> None:
-    """One line for a grid that cannot be compared: repeated names, or a group without exactly one reference."""
+    """One line for a grid that cannot be compared: repeated names, or a cell compared with one that is not a
+    reference in the grid."""
     names = [c.name for c in cells]
     if len(set(names)) != len(names):
         raise SystemExit(f"study grid: repeated cell names {sorted({n for n in names if names.count(n) > 1})}")
-    for group in dict.fromkeys(c.group for c in cells):
-        references = [c.name for c in cells if c.group == group and c.reference]
-        if len(references) != 1:
-            raise SystemExit(f"study grid: group {group!r} needs exactly one reference cell, has {references}")
+    references = {c.name for c in cells if c.reference}
+    for cell in cells:
+        if not cell.reference and cell.against not in references:
+            raise SystemExit(
+                f"study grid: cell {cell.name!r} is compared with {cell.against!r}, which is not a reference cell "
+                f"of the grid ({sorted(references)})"
+            )
+
+
+def quarters(values: list[float]) -> tuple[float | None, float | None, float | None]:
+    """The mean of `values`, of their first quarter and of their last quarter (at least one value each)."""
+    if not values:
+        return None, None, None
+    n = max(1, len(values) // 4)
+    return sum(values) / len(values), sum(values[:n]) / n, sum(values[-n:]) / n
 
 
 def train(profile: str, cell: Cell, seed: int, prompts: int, out: Path, pairs: dict, drift_problems: int) -> dict:
-    """One run of `cell` with `seed` in its own process; its record from the run's summary.json and metrics."""
+    """One run of `cell` with `seed`, each recipe in its own process; its record from the run's summary.json and
+    metrics. A preference cell with rounds > 1 trains round by round (`train_rounds`)."""
     run_dir = out / f"{cell.name}-seed{seed}"
     shutil.rmtree(run_dir, ignore_errors=True)  # this study's own folder from an earlier run
-    pairs_file = None
-    if cell.method in PREFERENCE_METHODS:
-        key = (seed, cell.prompts or prompts)
-        if key not in pairs:
-            pairs[key] = sample_pairs(profile, key[1], out, seed)
-        pairs_file = pairs[key]
     drift = ("--heldout_task", PROFILES[profile]["task"], "--heldout_limit", str(drift_problems))
-    command, steps = recipe_command(
-        profile, cell.method, run_dir, seed, cell.prompts or prompts, pairs_file, flags=(*drift, *cell.flags)
-    )
+    prompts = cell.prompts or prompts
     print(f"[study] {cell.name} (seed {seed}) ...", flush=True)
-    seconds = run(command, out / f"{cell.name}-seed{seed}.log")
+    start = time.time()
+    if cell.method in PREFERENCE_METHODS and cell.rounds > 1:
+        run_dir, steps, extra = train_rounds(profile, cell, seed, prompts, out, pairs, drift)
+    else:
+        pairs_file, extra = None, {}
+        if cell.method in PREFERENCE_METHODS:
+            pairs_file = offline_pairs(profile, seed, prompts, out, pairs)
+            extra = {"pairs": pairs[(seed, prompts)][1], "pairs_sampled_by": "the start model, once"}
+        command, steps = recipe_command(
+            profile, cell.method, run_dir, seed, prompts, pairs_file, flags=(*drift, *cell.flags)
+        )
+        run(command, out / f"{cell.name}-seed{seed}.log")
     summary = json.loads((run_dir / "summary.json").read_text())
     verdict = summary.get("verdict") or {}
     drift_numbers = verdict.get("drift") or {}
     rows = read_metrics(run_dir)
-    logged = {}
-    for key in cell.logged:
-        values = numbers_of(rows, key)
-        logged[key] = sum(values) / len(values) if values else None
-    print(f"[study] {cell.name} (seed {seed}) done in {seconds:.0f} s", flush=True)
+    logged = {key: quarters(numbers_of(rows, key)) for key in cell.logged}
+    print(f"[study] {cell.name} (seed {seed}) done in {time.time() - start:.0f} s", flush=True)
+    train_seconds = extra.pop("train_seconds", summary.get("train_seconds"))
+    steps = extra.pop("steps", summary.get("steps", steps))
     return {
         "cell": cell.name,
         "seed": seed,
         "run_dir": str(run_dir),
-        "steps": summary.get("steps", steps),
-        "train_seconds": summary.get("train_seconds"),
-        "seconds_per_step": summary["train_seconds"] / summary["steps"] if summary.get("steps") else None,
+        "steps": steps,
+        "train_seconds": train_seconds,
+        "seconds_per_step": train_seconds / steps if train_seconds and steps else None,
         "peak_memory_mb": summary.get("peak_memory_mb"),
         "kl": drift_numbers.get("kl"),
         "entropy": drift_numbers.get("entropy"),
         "length": drift_numbers.get("length"),
         "clipped": drift_numbers.get("clipped"),
         "checks": [c["name"] for c in verdict.get("checks") or []],
-        "logged": logged,
+        "logged": logged,  # key -> [run mean, first quarter, last quarter]
+        **extra,
     }
+
+
+def offline_pairs(profile: str, seed: int, prompts: int, out: Path, pairs: dict) -> Path:
+    """The pairs sampled once from the start model on the first `prompts` prompts (shared by every offline cell of
+    this seed); `pairs` maps (seed, prompts) -> (file, pairs in it)."""
+    key = (seed, prompts)
+    if key not in pairs:
+        path = sample_pairs(profile, prompts, out, seed)
+        pairs[key] = (path, sum(1 for _ in open(path)))
+    return pairs[key][0]
+
+
+def train_rounds(profile: str, cell: Cell, seed: int, prompts: int, out: Path, pairs: dict, drift) -> tuple:
+    """Iterative (on-policy) preference training: in each of `cell.rounds` rounds, sample pairs from the current
+    policy (the start model, then the last round's adapter) on the next prompts/rounds prompts, as many completions
+    as the offline cells sampled in all, and train one epoch on at most the offline pairs/rounds of them, going on
+    from the last round's adapter (TRL takes a frozen copy of it as the reference). The held-out drift is measured
+    in the last round, from the start model. Returns the last round's folder, the steps and the extra record."""
+    per_round = prompts // cell.rounds
+    offline_pairs(profile, seed, prompts, out, pairs)
+    budget = pairs[(seed, prompts)][1]
+    cap = max(1, -(-budget // cell.rounds))  # the offline cells' pairs, shared out over the rounds
+    adapter, steps, seconds, used = None, 0, 0.0, []
+    for index in range(cell.rounds):
+        round_dir = out / f"{cell.name}-seed{seed}" / f"round{index + 1}"
+        name = f"{cell.name}-round{index + 1}-pairs"
+        pairs_file = sample_pairs(profile, per_round, out, seed, adapter, skip=index * per_round, name=name)
+        kept = min(cap, sum(1 for _ in open(pairs_file)))
+        flags = ("--max_train_samples", str(kept), *(("--init_adapter", str(adapter)) if adapter else ()))
+        last = index == cell.rounds - 1
+        flags += (*(drift if last else ("--heldout_limit", "0")), *cell.flags)
+        command, _ = recipe_command(profile, cell.method, round_dir, seed, per_round, pairs_file, flags=flags)
+        run(command, out / f"{cell.name}-seed{seed}-round{index + 1}.log")
+        summary = json.loads((round_dir / "summary.json").read_text())
+        steps += summary.get("steps") or 0
+        seconds += summary.get("train_seconds") or 0.0
+        used.append(kept)
+        adapter = round_dir
+    extra = {"train_seconds": seconds, "steps": steps, "pairs": sum(used), "pairs_per_round": used}
+    return adapter, steps, extra | {"pairs_sampled_by": "the current policy, each round"}
 
 
 def run_grid(
@@ -143,6 +207,8 @@ def run_grid(
             "greedy_accuracy": metrics["greedy"],
             "clipped_share": metrics["clipped_share"],
             "completion_length": metrics["completion_length_mean"],
+            "length_passed": metrics["length_passed"],
+            "length_failed": metrics["length_failed"],
         }
         print(
             f"[study] {record['cell']}-seed{record['seed']}: greedy {metrics['greedy']:.3f}, sampled pass@1 "
@@ -152,7 +218,7 @@ def run_grid(
     summary = {
         "study": study,
         "base": {"sampled_pass1": base["sampled"], "greedy_accuracy": base["greedy"]},
-        "cells": [aggregate(cell, cells, records, scores, seeds) for cell in cells],
+        "cells": [aggregate(cell, records, scores, seeds) for cell in cells],
         "runs": records,
     }
     settings = {
@@ -179,13 +245,23 @@ def run_grid(
     return summary, settings
 
 
-def aggregate(cell: Cell, cells: list[Cell], records: list[dict], scores: dict, seeds: int) -> dict:
+def aggregate(cell: Cell, records: list[dict], scores: dict, seeds: int) -> dict:
     """A cell over its seeds: means with the seeds' 95% t-intervals, every check that fired in any seed, and the
-    difference from its group's reference on the same problems under the same seeds."""
+    difference from the cell it is compared with, on the same problems under the same seeds."""
     own = [r for r in records if r["cell"] == cell.name]
     entry = {"cell": cell.name, "method": cell.method, "group": cell.group, "reference": cell.reference}
     entry["flags"] = list(cell.flags)
-    for key in ("sampled_pass1", "greedy_accuracy", "kl", "seconds_per_step", "peak_memory_mb", "clipped_share"):
+    for key in (
+        "sampled_pass1",
+        "greedy_accuracy",
+        "kl",
+        "seconds_per_step",
+        "peak_memory_mb",
+        "clipped_share",
+        "length_passed",
+        "length_failed",
+        "pairs",
+    ):
         values = [r[key] for r in own if r.get(key) is not None]
         stats = over_seeds(values) if values else {"mean": None, "sd": None, "ci95": None}
         entry[key], entry[f"{key}_ci95"] = stats["mean"], stats["ci95"]
@@ -193,20 +269,22 @@ def aggregate(cell: Cell, cells: list[Cell], records: list[dict], scores: dict, 
         ends = [r[key][1] for r in own if r.get(key)]
         entry[f"{key}_end"] = sum(ends) / len(ends) if ends else None
         entry[f"{key}_start"] = own[0][key][0] if own and own[0].get(key) else None
-    for key in cell.logged:
-        values = [r["logged"][key] for r in own if r["logged"].get(key) is not None]
-        entry[key] = sum(values) / len(values) if values else None
+    for key in cell.logged:  # the run's mean, and its first and last quarter, averaged over seeds
+        for index, suffix in enumerate(("", "_first_quarter", "_last_quarter")):
+            values = [
+                r["logged"][key][index] for r in own if r["logged"].get(key) and r["logged"][key][index] is not None
+            ]
+            entry[key + suffix] = sum(values) / len(values) if values else None
     entry["checks"] = sorted({c for r in own for c in r["checks"]})
-    reference = next(c for c in cells if c.group == cell.group and c.reference)
     if not cell.reference:
         for metric, key in (("sampled", "sampled_per_problem"), ("greedy", "greedy_per_problem")):
             difference = crossed_difference(
                 [scores[(cell.name, s)][key] for s in range(seeds)],
-                [scores[(reference.name, s)][key] for s in range(seeds)],
+                [scores[(cell.against, s)][key] for s in range(seeds)],
             )
             low, high = difference["ci95"]
             entry[f"{metric}_vs_reference"] = difference | {"excludes_zero": low > 0 or high < 0}
-    entry["reference_cell"] = reference.name
+    entry["reference_cell"] = cell.against
     return entry
 
 
@@ -291,3 +369,57 @@ def plot_against_drift(summary: dict, path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+def study_arguments(doc: str, seeds: int = 3) -> argparse.ArgumentParser:
+    """Every study's command line: the profile, seeds, the held-out budget, a subset of cells, the output folder,
+    and --report (rewrite the README and plots from the JSON, without training)."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--profile", default="tiny", choices=sorted(PROFILES))
+    parser.add_argument("--seeds", type=int, default=seeds)
+    parser.add_argument("--prompts", type=int, help="training prompts per run (the study's)")
+    parser.add_argument("--eval_k", type=int, help="samples per held-out problem (the profile's)")
+    parser.add_argument("--eval_limit", type=int, help="held-out problems (the profile's)")
+    parser.add_argument("--drift_problems", type=int, default=DRIFT_PROBLEMS, help="held-out problems each run scores")
+    parser.add_argument("--cells", nargs="+", help="run only these cells (names as in the table)")
+    parser.add_argument("--out", help="default results/studies/<study> (tiny), results/studies/<study>-<profile>")
+    parser.add_argument("--report", action="store_true", help="rewrite README and plots from the JSON in --out")
+    return parser
+
+
+def parse_study(parser: argparse.ArgumentParser, study: str, argv=None) -> tuple[argparse.Namespace, Path]:
+    one_line_errors()
+    args = parser.parse_args(argv)
+    suffix = "" if args.profile.startswith("tiny") else f"-{args.profile}"
+    return args, Path(args.out or f"results/studies/{study}{suffix}")
+
+
+def select(cells: list[Cell], names: list[str] | None) -> list[Cell]:
+    """The cells named on the command line (all without names) and the references they are compared with; one line
+    for an unknown name."""
+    if not names:
+        return cells
+    unknown = sorted(set(names) - {c.name for c in cells})
+    if unknown:
+        raise SystemExit(f"--cells: unknown {unknown}; known: {[c.name for c in cells]}")
+    wanted = set(names) | {c.against for c in cells if c.name in names and c.against}
+    return [c for c in cells if c.name in wanted]
+
+
+def read_results(out: Path) -> tuple[dict, dict]:
+    """A published study's summary.json and settings.json (for --report)."""
+    for name in ("summary.json", "settings.json"):
+        if not (out / name).is_file():
+            raise SystemExit(f"--report: no {out / name}; run the study first")
+    return json.loads((out / "summary.json").read_text()), json.loads((out / "settings.json").read_text())
+
+
+def provenance(settings: dict) -> str:
+    """The first line of a study's README: where and when its numbers came from, and its budget."""
+    return (
+        f"Measured at commit {settings['commit']} on {settings['cpu']} ({settings['cpus']} cores), "
+        f"{settings['seconds']:.0f} s in all; profile `{settings['profile']}`, {settings['seeds']} seeds per cell, "
+        f"{settings['eval_n']} held-out problems scored with the clean reward (greedy, and {settings['eval_k']} "
+        f"samples at T={settings['temperature']} for sampled pass@1), 4-bit as trained. KL from the start: the mean "
+        f"per-token KL(policy || start) on {settings['drift_problems']} held-out problems at the end of each run."
+    )

@@ -59,6 +59,11 @@ DEFAULTS = {
     "slip_rate": 0.5,
 }
 CODE_DEFAULTS = DEFAULTS | {"sft_steps": 300, "world": "code"}
+# The length world (studies/length): the math world whose teacher answers half its problems directly, without the
+# columns, so a policy can choose its length and the choice matters for correctness.
+LENGTH_DEFAULTS = DEFAULTS | {"world": "length", "direct_rate": 0.5}
+WORLD_DEFAULTS = {"math": DEFAULTS, "code": CODE_DEFAULTS, "length": LENGTH_DEFAULTS}
+WORLD_TASKS = {"math": "tiny", "code": "tiny-code", "length": "tiny-length"}
 MBPP_COLUMNS = ("task_id", "text", "code", "test_list", "test_setup_code")
 
 
@@ -123,6 +128,7 @@ def make_data(out: Path, settings: dict) -> tuple[list[dict], list[dict], list[s
         settings["n_test"],
         seed=settings["seed"],
         slip_rate=settings["slip_rate"],
+        direct_rate=settings.get("direct_rate", 0.0),
     )
     for name, rows in (("train", train), ("validation", validation), ("test", test)):
         write_jsonl(out / "data" / f"{name}.jsonl", rows)
@@ -181,7 +187,7 @@ def build(out: Path, settings: dict) -> dict:
 
     model.save_pretrained(out / "model")
     tokenizer.save_pretrained(out / "model")
-    accuracy = held_out_accuracy(model, tokenizer, test, "tiny-code" if settings.get("world") == "code" else "tiny")
+    accuracy = held_out_accuracy(model, tokenizer, test, WORLD_TASKS[settings.get("world", "math")])
     world = {
         "settings": settings,
         "parameters": model.num_parameters(),
@@ -203,26 +209,26 @@ def ensure_tiny_world(
     out = Path(out)
     if not force and (out / "world.json").exists() and (out / "model" / "config.json").exists():
         return json.loads((out / "world.json").read_text())
-    settings = dict(CODE_DEFAULTS if world == "code" else DEFAULTS)
+    settings = dict(WORLD_DEFAULTS[world])
     return build(out, settings | ({"seed": seed} if seed is not None else {}))
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", help="where to build it (default artifacts/rebuilt/<world>)")
-    parser.add_argument("--world", choices=("math", "code"), default="math")
+    parser.add_argument("--world", choices=sorted(WORLD_DEFAULTS), default="math")
     parser.add_argument("--force", action="store_true", help="rebuild even if it exists")
     parser.add_argument("--seed", type=int, help="another world than the shipped seed's (default 0)")
     one_line_errors()
     args = parser.parse_args()
-    args.out = args.out or f"artifacts/rebuilt/{'tiny-code' if args.world == 'code' else 'tiny'}"
+    args.out = args.out or f"artifacts/rebuilt/{WORLD_TASKS[args.world]}"
     world = ensure_tiny_world(args.out, args.force, args.world, args.seed)
     print(
         f"tiny world at {args.out}: {world['parameters']:,} parameters, held-out greedy accuracy "
         f"{world['held_out_accuracy']:.1%} on {world['n_test']} problems (built in {world['build_seconds']}s)"
     )
-    if world["settings"] == (CODE_DEFAULTS if args.world == "code" else DEFAULTS):
-        name = "tiny-code" if args.world == "code" else "tiny"
+    if args.world != "length" and world["settings"] == WORLD_DEFAULTS[args.world]:  # the length world is not shipped
+        name = WORLD_TASKS[args.world]
         print(shipped.describe_comparison(shipped.compare(args.out, name), name))
 
 

@@ -11,6 +11,11 @@ imitates the teacher and so learns the slip as part of its own distribution, as 
 human-written data; the `answer` column (what rewards and eval check) is always right. That is the gap between
 imitation and optimising for correctness that the RL methods are compared on.
 
+With `direct_rate` (the length world, `studies/length`), the teacher writes that share of its demonstrations as a
+direct answer, `47+38=85.` with no columns: always right, but a tiny model cannot learn to add without the steps
+(13.5%), so the warm start's short answers are mostly wrong and its long ones mostly right. A policy can then
+choose its length, one token after the operands, and what training does to length is seen by correctness.
+
 >>> row = make_problem(random.Random(0))
 >>> row["answer"].rsplit("#### ", 1)[1] == str(row["a"] + row["b"])
 True
@@ -72,23 +77,40 @@ def worked_answer(a: int, b: int, forget_carry: bool = False) -> str:
     return f"{a}+{b}. " + " ".join(steps) + f" So the sum is {result}.\n#### {result}"
 
 
-def make_problem(rng: random.Random, max_digits: int = 2, slip_rate: float = 0.0) -> dict:
+def direct_answer(a: int, b: int) -> str:
+    """The sum without its columns.
+
+    >>> direct_answer(47, 38)
+    '47+38=85.\n#### 85'
+    """
+    return f"{a}+{b}={a + b}.\n#### {a + b}"
+
+
+def make_problem(rng: random.Random, max_digits: int = 2, slip_rate: float = 0.0, direct_rate: float = 0.0) -> dict:
     a = rng.randint(10, 10**max_digits - 1)
     b = rng.randint(10, 10**max_digits - 1)
     template = rng.choice(TEMPLATES)
     question = template.format(name=rng.choice(NAMES), obj=rng.choice(OBJECTS), a=a, b=b)
     slip = rng.random() < slip_rate
+    # drawn only for the length world, so the other worlds' random streams (and their data) stay as they were
+    direct = direct_rate > 0 and rng.random() < direct_rate
     return {
         "question": question,
         "answer": worked_answer(a, b),
-        "demonstration": worked_answer(a, b, slip),
+        "demonstration": direct_answer(a, b) if direct else worked_answer(a, b, slip),
         "a": a,
         "b": b,
     }
 
 
 def generate_splits(
-    n_train: int, n_validation: int, n_test: int, seed: int = 0, max_digits: int = 2, slip_rate: float = 0.0
+    n_train: int,
+    n_validation: int,
+    n_test: int,
+    seed: int = 0,
+    max_digits: int = 2,
+    slip_rate: float = 0.0,
+    direct_rate: float = 0.0,
 ) -> tuple[list[dict], list[dict], list[dict]]:
     """Deterministic train / validation / held-out splits, no (a, b) pair shared between any two, so neither
     held-out nor validation accuracy is memorisation. Validation is drawn after train and test, so adding it leaves
@@ -103,7 +125,7 @@ def generate_splits(
     seen: set[tuple[int, int]] = set()
     rows: list[dict] = []
     while len(rows) < n_train + n_test + n_validation:
-        row = make_problem(rng, max_digits, slip_rate)
+        row = make_problem(rng, max_digits, slip_rate, direct_rate)
         if (row["a"], row["b"]) not in seen:
             seen.add((row["a"], row["b"]))
             rows.append(row)

@@ -22,7 +22,7 @@ from pathlib import Path
 
 SHIPPED = Path(__file__).resolve().parent / "worlds"
 MANIFEST = SHIPPED / "manifest.json"
-WORLDS = ("tiny", "tiny-code")
+WORLDS = ("tiny", "tiny-code", "tiny-length")
 # What a world is: the files the recipes, eval and tests read. The SFT's own output folder (sft/) is not.
 PARTS = ("model", "data", "world.json")
 

@@ -37,6 +37,15 @@ PROFILES = {
         "model_name": "artifacts/tiny-code/model",
         "validation": "artifacts/tiny-code/data/validation.jsonl",
     },
+    # the length world (studies/length; GRPO only): the math world where a policy can choose its length
+    "tiny-length": {
+        "task": "tiny-length",
+        "prompts": 320,
+        "eval_limit": None,
+        "eval_k": 8,
+        "model_name": "artifacts/tiny-length/model",
+        "validation": "artifacts/tiny-length/data/validation.jsonl",
+    },
     "7b": {
         "task": "gsm8k",
         "prompts": 512,
@@ -92,16 +101,23 @@ def run(command: list[str], log: Path) -> float:
     return time.time() - start
 
 
-def sample_pairs(profile: str, prompts: int, out: Path, seed: int) -> Path:
-    """`make pairs` on the first `prompts` training prompts: k samples each from the starting model at GRPO's k and
-    temperature, scored with the same rewards; the file DPO, IPO and ORPO train on."""
+def sample_pairs(
+    profile: str, prompts: int, out: Path, seed: int, adapter: Path | None = None, skip: int = 0, name: str = ""
+) -> Path:
+    """`make pairs` on `prompts` training prompts after the first `skip`: k samples each at GRPO's k and temperature,
+    from the starting model or with `adapter` on (on-policy pairs from the current policy), scored with the same
+    rewards; the file DPO, IPO and ORPO train on."""
     pairs_path = recipe_config(profile, "pairs")[0]
     grpo_config = recipe_config(profile, "grpo")[1]
-    pairs_file = out / f"pairs-seed{seed}.jsonl"
+    pairs_file = out / f"{name or 'pairs'}-seed{seed}.jsonl"
     command = [sys.executable, "-m", "recipes.pairs", "--config", str(pairs_path), "--max_prompts", str(prompts)]
     command += ["--num_samples", str(grpo_config.get("num_generations", 8)), "--seed", str(seed)]
     command += ["--temperature", str(grpo_config.get("temperature", 1.0)), "--output", str(pairs_file)]
-    run(command, out / f"pairs-seed{seed}.log")
+    if skip:
+        command += ["--skip_prompts", str(skip)]
+    if adapter is not None:
+        command += ["--adapter", str(adapter)]
+    run(command, out / f"{name or 'pairs'}-seed{seed}.log")
     return pairs_file
 
 
@@ -176,6 +192,10 @@ def train_all(
     return runs
 
 
+def mean_or_none(values: list) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
 def evaluate(
     model_name: str, adapter: Path | None, task: str, rows: list[dict], k: int, temperature: float, greedy: bool = True
 ) -> tuple[dict, list[dict]]:
@@ -197,11 +217,15 @@ def evaluate(
     records += sampled_records
     lengths = [len(tokenizer(r["completion"], add_special_tokens=False)["input_ids"]) for r in records]
     limit = TASKS[task].max_new_tokens
+    sampled = list(zip(lengths[len(records) - len(sampled_records) :], sampled_records, strict=True))
     result |= {
         "sampled": metrics["pass@1"],
         "sampled_ci95": metrics["pass@1_ci95"],
         "sampled_per_problem": [c / k for c in correct_per_problem(sampled_records, k)],
         "completion_length_mean": sum(lengths) / len(lengths),
+        # the sampled completions' lengths, of right and of wrong answers
+        "length_passed": mean_or_none([n for n, r in sampled if r["score"] == 1.0]),
+        "length_failed": mean_or_none([n for n, r in sampled if r["score"] != 1.0]),
         "clipped_share": sum(n >= limit for n in lengths) / len(lengths),
     }
     del model

@@ -1,7 +1,7 @@
 """`make study-k`: how big should GRPO's group k be, with an exact reward and with a noisy one? GRPO with k in
 {2, 4, 8, 16} crossed with reward noise in {0, 0.3} (`reward_noise`: each 0/1 training reward flipped with that
-probability; held-out accuracy is scored with the clean reward), at equal completions per run (k x prompts = the
-comparison's 2,560: every k generates as much) and, without noise, at equal prompts (320: cost grows with k).
+probability; held-out accuracy is scored with the clean reward), at equal completions per run (k x prompts = 1,024:
+every k generates as much) and, without noise, at equal prompts (128, k=8's: cost grows with k).
 Reported per cell: held-out sampled pass@1 and greedy accuracy against k=8 (the shipped k), the share of groups
 whose k rewards were all equal (TRL's frac_reward_zero_std: no signal), seconds per step, peak memory, and the 7B
 memory estimate at that k (studies.memory.estimate, the shipped 7B config).
@@ -11,50 +11,63 @@ Usage:
     make study-k SEEDS=1                # a quick look
     make study-k PROFILE=7b             # the same grid on one GPU
 
-Writes results/studies/group-size/: summary.json, settings.json, README.md (its answer generated from the numbers).
+Writes results/studies/group-size/: summary.json, settings.json, README.md (its answer generated from the numbers),
+group-size.png.
 """
 
-import argparse
 import json
-from pathlib import Path
 
-from core.errors import one_line_errors
 from studies.comparison.runs import PROFILES
-from studies.grid import DRIFT_PROBLEMS, Cell, against_reference, plot_against_drift, run_grid, table
+from studies.grid import (
+    Cell,
+    against_reference,
+    parse_study,
+    plot_against_drift,
+    provenance,
+    read_results,
+    run_grid,
+    select,
+    study_arguments,
+    table,
+)
 from studies.memory.estimate import estimate_all
 
 GROUP_SIZES = (2, 4, 8, 16)
 NOISE = (0.0, 0.3)
-COMPLETIONS = 2560  # the comparison's GRPO: 320 prompts x k=8
+COMPLETIONS = 1024  # k x prompts in every run: 128 prompts at the shipped k=8 (the comparison's GRPO: 2,560)
 ZERO_SPREAD = "frac_reward_zero_std"
 
 
 def cells(completions: int = COMPLETIONS) -> list[Cell]:
+    """k x noise at equal completions (each against k=8 at its noise level), and k at equal prompts (the prompts
+    k=8 sees at equal completions, so k=8 there is the same run as `k=8 noise=0`, its reference)."""
     grid = []
     for noise in NOISE:
+        reference = f"k=8 noise={noise:g}"
         for k in GROUP_SIZES:
+            name = f"k={k} noise={noise:g}"
             grid.append(
                 Cell(
-                    f"k={k} noise={noise:g}",
+                    name,
                     "grpo",
                     ("--num_generations", str(k), "--reward_noise", str(noise)),
-                    group=f"equal completions, noise {noise:g}",
-                    reference=k == 8,
-                    prompts=completions // k,
-                    logged=(ZERO_SPREAD,),
+                    f"equal completions, noise {noise:g}",
+                    None if name == reference else reference,
+                    completions // k,
+                    (ZERO_SPREAD,),
                 )
             )
     prompts = completions // 8
-    for k in GROUP_SIZES:
+    for k in (k for k in GROUP_SIZES if k != 8):
         grid.append(
             Cell(
                 f"k={k} prompts={prompts}",
                 "grpo",
                 ("--num_generations", str(k)),
-                group="equal prompts, noise 0",
-                reference=k == 8,
-                prompts=prompts,
-                logged=(ZERO_SPREAD,),
+                "equal prompts, noise 0",
+                "k=8 noise=0",
+                prompts,
+                (ZERO_SPREAD,),
             )
         )
     return grid
@@ -90,18 +103,27 @@ def answer(summary: dict) -> list[str]:
     return lines
 
 
-def write_readme(summary: dict, settings: dict, out: Path) -> str:
-    columns = (("no-spread groups", ZERO_SPREAD, ".0%"), ("peak MB", "peak_memory_mb", ".0f"))
-    text = "\n".join(
+COLUMNS = (
+    ("no-spread groups", ZERO_SPREAD, ".0%"),
+    ("no-spread, last quarter", ZERO_SPREAD + "_last_quarter", ".0%"),
+    ("peak MB", "peak_memory_mb", ".0f"),
+)
+
+
+def readme(summary: dict, settings: dict) -> str:
+    return "\n".join(
         [
             "# How big should GRPO's group be? (`make study-k`)",
             "",
-            f"Measured at commit {settings['commit']} on {settings['cpu']} ({settings['cpus']} cores), "
-            f"{settings['seconds']:.0f} s; profile `{settings['profile']}`, {settings['seeds']} seeds per cell, "
-            f"{settings['eval_n']} held-out problems (greedy and {settings['eval_k']} samples at "
-            f"T={settings['temperature']}), scored with the clean reward.",
+            provenance(settings),
+            f"Equal completions: k x prompts = {settings['prompts'] * 8} in every run (k=2: "
+            f"{settings['prompts'] * 4} prompts; k=16: {settings['prompts'] // 2}); equal prompts: "
+            f"{settings['prompts']} prompts, so k=16 generates twice k=8's completions. Noise: each 0/1 training "
+            "reward flipped with that probability (`rewards.noise.flip_noise`, GRPO's `reward_noise`).",
             "",
-            table(summary, columns),
+            table(summary, COLUMNS),
+            "",
+            "![held-out accuracy against KL from the start, per cell](group-size.png)",
             "",
             "What the numbers say (generated from summary.json; an order only where the seeds x problems interval "
             "excludes zero):",
@@ -110,45 +132,31 @@ def write_readme(summary: dict, settings: dict, out: Path) -> str:
             "",
         ]
     )
-    (out / "README.md").write_text(text)
-    return text
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--profile", default="tiny", choices=sorted(PROFILES))
-    parser.add_argument("--seeds", type=int, default=3)
+    parser = study_arguments(__doc__)
     parser.add_argument("--completions", type=int, default=COMPLETIONS, help="completions per run (k x prompts)")
-    parser.add_argument("--eval_k", type=int, help="samples per held-out problem (the profile's)")
-    parser.add_argument("--eval_limit", type=int, help="held-out problems (the profile's)")
-    parser.add_argument("--drift_problems", type=int, default=DRIFT_PROBLEMS, help="held-out problems each run scores")
-    parser.add_argument("--cells", nargs="+", help="run only these cells (names as in the table)")
-    parser.add_argument("--out", help="default results/studies/group-size (tiny), -<profile> otherwise")
-    one_line_errors()
-    args = parser.parse_args(argv)
-    profile = PROFILES[args.profile]
-    out = Path(args.out or ("results/studies/group-size" + ("" if args.profile == "tiny" else f"-{args.profile}")))
-    everything = cells(args.completions)
-    grid = [c for c in everything if not args.cells or c.name in args.cells]
-    if args.cells and len(grid) != len(args.cells):
-        known = [c.name for c in everything]
-        raise SystemExit(f"--cells: unknown {sorted(set(args.cells) - set(known))}; known: {known}")
-    eval_k = args.eval_k or profile["eval_k"]
-    summary, settings = run_grid(
-        "group-size",
-        args.profile,
-        grid,
-        args.seeds,
-        args.completions // 8,
-        out,
-        eval_k,
-        args.eval_limit,
-        args.drift_problems,
-    )
-    summary["memory_7b_gb"] = memory_at_7b()
-    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    args, out = parse_study(parser, "group-size", argv)
+    if args.report:
+        summary, settings = read_results(out)
+    else:
+        summary, settings = run_grid(
+            "group-size",
+            args.profile,
+            select(cells(args.completions), args.cells),
+            args.seeds,
+            args.completions // 8,
+            out,
+            args.eval_k or PROFILES[args.profile]["eval_k"],
+            args.eval_limit,
+            args.drift_problems,
+        )
+        summary["memory_7b_gb"] = memory_at_7b()
+        (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     plot_against_drift(summary, out / "group-size.png")
-    print(write_readme(summary, settings, out))
+    (out / "README.md").write_text(readme(summary, settings))
+    print(readme(summary, settings))
 
 
 if __name__ == "__main__":

@@ -11,21 +11,33 @@ Usage:
 Writes results/studies/kl/: summary.json, settings.json, README.md (its answer generated from the numbers), kl.png.
 """
 
-import argparse
-from pathlib import Path
-
-from core.errors import one_line_errors
 from studies.comparison.runs import PROFILES
-from studies.grid import DRIFT_PROBLEMS, Cell, against_reference, plot_against_drift, run_grid, table
+from studies.grid import (
+    Cell,
+    against_reference,
+    parse_study,
+    plot_against_drift,
+    provenance,
+    read_results,
+    run_grid,
+    select,
+    study_arguments,
+    table,
+)
 
 GRPO_BETAS = (0.0, 0.01, 0.04, 0.1)
 PPO_KL_COEFS = (0.0, 0.05, 0.2)
+PROMPTS = 320  # the comparison's budget
 
 
 def cells() -> list[Cell]:
-    grid = [Cell(f"grpo beta={b:g}", "grpo", ("--beta", str(b)), group="grpo", reference=b == 0.0) for b in GRPO_BETAS]
+    """Each coefficient against the shipped one: GRPO's beta 0 (TRL's default since 0.19), PPO's kl_coef 0.05."""
+    grid = [
+        Cell(f"grpo beta={b:g}", "grpo", ("--beta", str(b)), "grpo", None if b == 0 else "grpo beta=0")
+        for b in GRPO_BETAS
+    ]
     grid += [
-        Cell(f"ppo kl_coef={c:g}", "ppo", ("--kl_coef", str(c)), group="ppo", reference=c == 0.05)
+        Cell(f"ppo kl_coef={c:g}", "ppo", ("--kl_coef", str(c)), "ppo", None if c == 0.05 else "ppo kl_coef=0.05")
         for c in PPO_KL_COEFS
     ]
     return grid
@@ -58,18 +70,17 @@ def answer(summary: dict) -> list[str]:
     return lines
 
 
-def write_readme(summary: dict, settings: dict, out: Path) -> str:
-    text = "\n".join(
+def readme(summary: dict, settings: dict) -> str:
+    return "\n".join(
         [
             "# What the KL term buys (`make study-kl`)",
             "",
-            f"Measured at commit {settings['commit']} on {settings['cpu']} ({settings['cpus']} cores), "
-            f"{settings['seconds']:.0f} s; profile `{settings['profile']}`, {settings['prompts']} training prompts "
-            f"once each, {settings['seeds']} seeds per cell, {settings['eval_n']} held-out problems (greedy and "
-            f"{settings['eval_k']} samples at T={settings['temperature']}). KL from the start: the mean per-token "
-            f"KL(policy || start) on {settings['drift_problems']} held-out problems at the end of each run.",
+            provenance(settings),
+            f"Each run: {settings['prompts']} training prompts once each, from the same start.",
             "",
             table(summary),
+            "",
+            "![held-out accuracy against KL from the start](kl.png)",
             "",
             "What the numbers say (generated from summary.json; an order only where the seeds x problems interval "
             "excludes zero):",
@@ -78,35 +89,28 @@ def write_readme(summary: dict, settings: dict, out: Path) -> str:
             "",
         ]
     )
-    (out / "README.md").write_text(text)
-    return text
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--profile", default="tiny", choices=sorted(PROFILES))
-    parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--prompts", type=int, help="training prompts every cell sees once (the profile's)")
-    parser.add_argument("--eval_k", type=int, help="samples per held-out problem (the profile's)")
-    parser.add_argument("--eval_limit", type=int, help="held-out problems (the profile's)")
-    parser.add_argument("--drift_problems", type=int, default=DRIFT_PROBLEMS, help="held-out problems each run scores")
-    parser.add_argument("--cells", nargs="+", help="run only these cells (names as in the table)")
-    parser.add_argument("--out", help="default results/studies/kl (tiny), results/studies/kl-<profile> otherwise")
-    one_line_errors()
-    args = parser.parse_args(argv)
-    profile = PROFILES[args.profile]
-    out = Path(args.out or ("results/studies/kl" + ("" if args.profile == "tiny" else f"-{args.profile}")))
-    summary, settings = run_grid(
-        "kl",
-        args.profile,
-        cells(),
-        args.seeds,
-        args.prompts or profile["prompts"],
-        out,
-        args.eval_k or profile["eval_k"],
-    )
+    args, out = parse_study(study_arguments(__doc__), "kl", argv)
+    if args.report:
+        summary, settings = read_results(out)
+    else:
+        profile = PROFILES[args.profile]
+        summary, settings = run_grid(
+            "kl",
+            args.profile,
+            select(cells(), args.cells),
+            args.seeds,
+            args.prompts or PROMPTS,
+            out,
+            args.eval_k or profile["eval_k"],
+            args.eval_limit,
+            args.drift_problems,
+        )
     plot_against_drift(summary, out / "kl.png")
-    print(write_readme(summary, settings, out))
+    (out / "README.md").write_text(readme(summary, settings))
+    print(readme(summary, settings))
 
 
 if __name__ == "__main__":

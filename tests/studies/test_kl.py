@@ -8,8 +8,9 @@ import sys
 import pytest
 import yaml
 
-from studies.grid import Cell, check_grid, table
+from studies.grid import Cell, check_grid, select, table
 from studies.kl.__main__ import answer, cells
+from studies.kl.__main__ import readme as kl_readme
 from tests.conftest import REPO_ROOT
 
 SMALL = ("grpo beta=0", "grpo beta=0.04", "ppo kl_coef=0.05", "ppo kl_coef=0.2")
@@ -23,10 +24,13 @@ def test_the_grid_has_one_reference_per_group_and_says_which_is_wrong():
         config = yaml.safe_load((REPO_ROOT / "recipes" / "configs" / "tiny" / f"{shipped}.yaml").read_text())
         reference = next(c for c in grid if c.group == shipped and c.reference)
         assert float(reference.flags[1]) == config[key]
-    with pytest.raises(SystemExit, match="group 'grpo' needs exactly one reference cell, has"):
-        check_grid([Cell("a", group="grpo"), Cell("b", group="grpo")])
+    with pytest.raises(SystemExit, match="cell 'b' is compared with 'c', which is not a reference cell of the grid"):
+        check_grid([Cell("a"), Cell("b", against="c")])
     with pytest.raises(SystemExit, match=r"repeated cell names \['a'\]"):
-        check_grid([Cell("a", reference=True), Cell("a")])
+        check_grid([Cell("a"), Cell("a")])
+    assert [c.name for c in select(grid, ["grpo beta=0.1"])] == ["grpo beta=0", "grpo beta=0.1"]  # with its reference
+    with pytest.raises(SystemExit, match=r"--cells: unknown \['beta=9'\]"):
+        select(grid, ["beta=9"])
 
 
 @pytest.mark.slow
@@ -53,4 +57,9 @@ def test_a_tiny_study_trains_each_coefficient_and_generates_its_readme(tiny_worl
             assert row["ci95"][0] <= row["mean"] <= row["ci95"][1] and row["problems"] == 12
     readme = (out / "README.md").read_text()
     assert table(summary) in readme and all(line in readme for line in answer(summary))
+    assert readme == kl_readme(summary, settings)
+    rewritten = subprocess.run(
+        [*command[:3], "--out", str(out), "--report"], cwd=REPO_ROOT, capture_output=True, text=True
+    )
+    assert rewritten.returncode == 0 and (out / "README.md").read_text() == readme, rewritten.stderr[-2000:]
     assert (out / "kl.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
