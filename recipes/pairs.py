@@ -179,8 +179,10 @@ def main(args: PairsArguments, model_args: ModelConfig):
         write_whole(out, lambda partial: datasets.Dataset.from_list(rows).to_parquet(str(partial)))
     else:
         write_text_whole(out, "".join(json.dumps(r) + "\n" for r in rows))
+    after = f" after the first {args.skip_prompts}" if args.skip_prompts else ""
+    adapter = f", sampled with the adapter {args.adapter} on" if args.adapter else ""
     print(
-        f"{len(rows)} pairs from {len(prompts)} prompts ({args.num_samples} samples each, margin >= "
+        f"{len(rows)} pairs from {len(prompts)} prompts{after}{adapter} ({args.num_samples} samples each, margin >= "
         f"{args.min_margin}) -> {out}"
     )
     return rows

@@ -38,6 +38,16 @@ def tiny_code_world() -> Path:
 
 
 @pytest.fixture(scope="session")
+def tiny_length_world() -> Path:
+    """The length world (studies/length), installed from the shipped one as `make tiny` installs it."""
+    from tasks.shipped import install
+
+    out = REPO_ROOT / "artifacts" / "tiny-length"
+    install("tiny-length", out)
+    return out
+
+
+@pytest.fixture(scope="session")
 def tiny_pairs(tiny_world, tmp_path_factory) -> Path:
     """On-policy pairs from the tiny model, built once by the real `recipes.pairs` CLI path."""
     import subprocess

@@ -19,7 +19,7 @@ def shipped_cli(*args: str) -> subprocess.CompletedProcess:
     )
 
 
-@pytest.mark.parametrize("world", ["tiny", "tiny-code"])
+@pytest.mark.parametrize("world", ["tiny", "tiny-code", "tiny-length"])
 def test_make_tiny_installs_a_world_in_seconds_and_repairs_a_damaged_copy(world, tmp_path):
     out = tmp_path / world
     start = time.time()
@@ -72,7 +72,7 @@ def test_replacing_the_model_keeps_the_pairs_it_sampled_out_of_the_recipes_way(t
 
 def test_the_manifest_lists_exactly_the_shipped_files():
     entries = json.loads(MANIFEST.read_text())
-    assert sorted(entries) == ["tiny", "tiny-code"]
+    assert sorted(entries) == ["tiny", "tiny-code", "tiny-length"]
     for world, entry in entries.items():
         assert entry["files"] == world_files(SHIPPED / world)
         built = json.loads((SHIPPED / world / "world.json").read_text())
@@ -80,21 +80,22 @@ def test_the_manifest_lists_exactly_the_shipped_files():
 
 
 @pytest.mark.slow
-def test_the_builder_at_a_small_budget_makes_the_shipped_data_and_tokenizer(tmp_path):
+@pytest.mark.parametrize("name, world", [("tiny", "math"), ("tiny-length", "length")])
+def test_the_builder_at_a_small_budget_makes_the_shipped_data_and_tokenizer(name, world, tmp_path):
     """`make tiny-rebuild`'s path with 5 SFT steps: the data splits and tokenizer (plain Python and `tokenizers`,
     the same on every CPU) equal the shipped ones byte for byte; the weights of 5 steps are another model, and the
     comparison says so."""
-    from studies.tiny_world import DEFAULTS, build
+    from studies.tiny_world import WORLD_DEFAULTS, build
 
     out = tmp_path / "rebuilt"
-    world = build(out, DEFAULTS | {"sft_steps": 5})
+    world = build(out, WORLD_DEFAULTS[world] | {"sft_steps": 5})
     assert world["built_on"]["cpu"]
-    result = compare(out, "tiny")
-    built, expected = world_files(out), manifest("tiny")
+    result = compare(out, name)
+    built, expected = world_files(out), manifest(name)
     for name in [n for n in expected if n.startswith(("data/", "model/tokenizer"))]:
         assert built[name] == expected[name], name
     assert result["same"] == {"data": True, "tokenizer": True, "model weights": False}
     assert (
         result["held_out_accuracy"]["shipped"]
-        == json.loads((SHIPPED / "tiny" / "world.json").read_text())["held_out_accuracy"]
+        == json.loads((SHIPPED / name / "world.json").read_text())["held_out_accuracy"]
     )
