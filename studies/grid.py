@@ -337,6 +337,20 @@ def against_reference(summary: dict, metric: str = "sampled") -> list[str]:
     return lines
 
 
+def versus(cell: dict, metric: str = "sampled") -> str:
+    """A cell against its reference in a few words: the points with the seeds x problems interval, and whether the
+    interval excludes zero."""
+    row = cell.get(f"{metric}_vs_reference")
+    if row is None:
+        return "the reference"
+    said = "beyond noise" if row["excludes_zero"] else "not told apart"
+    return f"{points(row['mean'], row['ci95'])} points vs {cell['reference_cell']}, {said}"
+
+
+def cell_named(summary: dict, name: str) -> dict:
+    return next(c for c in summary["cells"] if c["cell"] == name)
+
+
 def plot_against_drift(summary: dict, path: Path) -> None:
     """Held-out sampled pass@1 (mean over seeds, seeds' 95%) against the KL from the start, one marker per cell,
     one line per group: what a coefficient buys in accuracy for what it allows in drift."""

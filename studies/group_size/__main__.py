@@ -29,6 +29,7 @@ from studies.grid import (
     select,
     study_arguments,
     table,
+    versus,
 )
 from studies.memory.estimate import estimate_all
 
@@ -74,8 +75,17 @@ def cells(completions: int = COMPLETIONS) -> list[Cell]:
 
 
 def memory_at_7b() -> dict:
-    """GRPO's estimated GB at 7B (the shipped 7b config) for each k."""
-    return {k: estimate_all("qwen2.5-7b", "7b", k=k)[0]["grpo"]["total_gb"] for k in GROUP_SIZES}
+    """GRPO's estimated GB at 7B (the shipped 7b config, studies.memory.estimate) two ways: with one group of k
+    completions per micro-batch (micro-batch = k, so activations grow with k), keyed by k as in summary.json; and as
+    shipped, where TRL's generation batch is per_device_train_batch_size x steps_per_generation whatever k is, so k
+    changes the prompts per batch, not the memory."""
+    shipped, settings = estimate_all("qwen2.5-7b", "7b")
+    per_k = {str(k): estimate_all("qwen2.5-7b", "7b", k=k)[0]["grpo"]["total_gb"] for k in GROUP_SIZES}
+    return {
+        "one_group_per_micro_batch": per_k,
+        "shipped": shipped["grpo"]["total_gb"],
+        "shipped_micro_batch": settings["grpo"].micro_batch,
+    }
 
 
 def answer(summary: dict) -> list[str]:
@@ -93,14 +103,37 @@ def answer(summary: dict) -> list[str]:
             f"groups with no reward spread: {spread or 'not logged'}."
         )
     lines += [f"- {s}" for s in against_reference(summary)]
-    memory = summary.get("memory_7b_gb") or {}
+    memory = summary.get("memory_7b_gb")
     if memory:
         lines.append(
-            "- GRPO at 7B (estimated, shipped 7b config): "
-            + ", ".join(f"k={k} {gb:.2f} GB" for k, gb in memory.items())
-            + "."
+            "- GRPO at 7B (estimated from the shipped 7b config), one group of k per micro-batch: "
+            + ", ".join(f"k={k} {gb:.2f} GB" for k, gb in memory["one_group_per_micro_batch"].items())
+            + f". As shipped (micro-batch {memory['shipped_micro_batch']}, a fixed generation batch), k changes the "
+            f"prompts per batch, not the memory: {memory['shipped']:.2f} GB at any k."
         )
     return lines
+
+
+def headline(summary: dict) -> str:
+    """One sentence: the best k at equal completions at each noise level, against k=8, and the 7B memory of k=16
+    against k=8."""
+    parts = []
+    for noise in NOISE:
+        own = [c for c in summary["cells"] if c["group"] == f"equal completions, noise {noise:g}"]
+        if not own:
+            continue
+        best = max(own, key=lambda c: c["sampled_pass1"])
+        parts.append(
+            f"with {noise:.0%} of rewards flipped, {best['cell'].split()[0]} scores highest "
+            f"({best['sampled_pass1']:.1%} sampled pass@1; {versus(best)})"
+        )
+    memory = (summary.get("memory_7b_gb") or {}).get("one_group_per_micro_batch")
+    cost = (
+        f"; at 7B with one group per micro-batch, k=16 needs {memory['16']:.2f} GB, k=8 {memory['8']:.2f}"
+        if memory
+        else ""
+    )
+    return "At equal completions, " + "; ".join(parts) + cost + "."
 
 
 COLUMNS = (

@@ -15,6 +15,7 @@ from studies.comparison.runs import PROFILES
 from studies.grid import (
     Cell,
     against_reference,
+    cell_named,
     parse_study,
     plot_against_drift,
     provenance,
@@ -23,6 +24,7 @@ from studies.grid import (
     select,
     study_arguments,
     table,
+    versus,
 )
 
 GRPO_BETAS = (0.0, 0.01, 0.04, 0.1)
@@ -68,6 +70,21 @@ def answer(summary: dict) -> list[str]:
         lines.append("  Checks fired: " + ("; ".join(fired) if fired else "none") + ".")
     lines += [f"- {s}" for s in against_reference(summary)]
     return lines
+
+
+def headline(summary: dict) -> str:
+    """The study's answer in one sentence for the main README: the KL from the start and sampled pass@1 at the
+    smallest and largest coefficient of each method, and the largest against the shipped one."""
+    parts = []
+    for group, values in (("grpo", GRPO_BETAS), ("ppo", PPO_KL_COEFS)):
+        key = "beta" if group == "grpo" else "kl_coef"
+        low, high = (cell_named(summary, f"{group} {key}={v:g}") for v in (values[0], values[-1]))
+        parts.append(
+            f"{group.upper()} {key} {values[0]:g} -> {values[-1]:g}: KL from the start {low['kl']:.3f} -> "
+            f"{high['kl']:.3f}, sampled pass@1 {low['sampled_pass1']:.1%} -> {high['sampled_pass1']:.1%} "
+            f"({key}={values[-1]:g}: {versus(high)})"
+        )
+    return "; ".join(parts) + "."
 
 
 def readme(summary: dict, settings: dict) -> str:

@@ -29,6 +29,7 @@ from studies.comparison.runs import PROFILES
 from studies.grid import (
     Cell,
     against_reference,
+    cell_named,
     parse_study,
     provenance,
     read_results,
@@ -36,6 +37,7 @@ from studies.grid import (
     select,
     study_arguments,
     table,
+    versus,
 )
 from tasks.shipped import install
 
@@ -97,12 +99,27 @@ def answer(summary: dict) -> list[str]:
     return lines
 
 
+def headline(summary: dict) -> str:
+    """One sentence: how long wrong training completions grew under each loss type, and the per-sequence `grpo`
+    normalisation's accuracy against dapo."""
+    moves = ", ".join(
+        f"{c['cell'].split('=')[1]} {c[f'{FAILED}_first_quarter']:.1f} -> {c[f'{FAILED}_last_quarter']:.1f}"
+        for c in summary["cells"]
+        if c.get(f"{FAILED}_first_quarter") is not None and c.get(f"{FAILED}_last_quarter") is not None
+    )
+    grpo = cell_named(summary, "loss_type=grpo")
+    return (
+        f"Wrong completions' length (tokens), first -> last quarter of training: {moves}; held-out sampled pass@1 "
+        f"of loss_type=grpo {grpo['sampled_pass1']:.1%} ({versus(grpo)})."
+    )
+
+
 def readme(summary: dict, settings: dict) -> str:
     columns = (
         ("right, held out (tokens)", "length_passed", ".1f"),
         ("wrong, held out (tokens)", "length_failed", ".1f"),
-        ("wrong, training first -> last quarter", f"{FAILED}_first_quarter", ".1f"),
-        ("", f"{FAILED}_last_quarter", ".1f"),
+        ("wrong, training, first quarter", f"{FAILED}_first_quarter", ".1f"),
+        ("wrong, training, last quarter", f"{FAILED}_last_quarter", ".1f"),
         ("clipped, held out", "clipped_share", ".1%"),
     )
     return "\n".join(

@@ -30,6 +30,7 @@ from studies.grid import (
     select,
     study_arguments,
     table,
+    versus,
 )
 
 ROUNDS = 4
@@ -57,6 +58,13 @@ def answer(summary: dict) -> list[str]:
     lines += [f"- {s}" for s in against_reference(summary, "sampled")]
     lines += [f"- {s}" for s in against_reference(summary, "greedy")]
     return lines
+
+
+def headline(summary: dict) -> str:
+    """One sentence: each on-policy cell against its offline one, and GRPO against on-policy DPO, in sampled
+    pass@1."""
+    parts = [f"{c['cell']}: {versus(c)}" for c in summary["cells"] if not c["reference"]]
+    return "Held-out sampled pass@1, " + "; ".join(parts) + "."
 
 
 def plot(summary: dict, path: Path) -> None:

@@ -1,0 +1,40 @@
+"""The published studies (results/studies/<study>/) are what their JSON says: each README is exactly what its
+study writes from its summary.json and settings.json (tables, intervals and the sentences that read them), the plots
+are there, the numbers name the commit and CPU they came from, and the main README's one-line answers are
+generated from the same numbers."""
+
+import importlib
+import json
+
+import pytest
+
+from tests.conftest import REPO_ROOT
+
+STUDIES = {"group-size": "group_size", "kl": "kl", "length": "length", "onpolicy": "onpolicy"}
+RESULTS = REPO_ROOT / "results" / "studies"
+
+
+def published(study: str) -> tuple[dict, dict]:
+    folder = RESULTS / study
+    return json.loads((folder / "summary.json").read_text()), json.loads((folder / "settings.json").read_text())
+
+
+@pytest.mark.parametrize("study", sorted(STUDIES))
+def test_each_published_readme_is_generated_from_its_json(study):
+    summary, settings = published(study)
+    module = importlib.import_module(f"studies.{STUDIES[study]}.__main__")
+    assert (RESULTS / study / "README.md").read_text() == module.readme(summary, settings)
+    assert settings["seeds"] >= 3 and len(settings["commit"]) >= 40 and settings["cpu"] and settings["kernel_flags"]
+    assert "+changes" not in settings["commit"]  # measured on a committed tree
+    for cell in summary["cells"]:
+        seeds = [r for r in summary["runs"] if r["cell"] == cell["cell"]]
+        assert len(seeds) == settings["seeds"], cell["cell"]
+    assert list((RESULTS / study).glob("*.png"))
+
+
+def test_the_main_readme_gives_each_study_s_answer_from_its_json():
+    readme = (REPO_ROOT / "README.md").read_text()
+    for study, name in STUDIES.items():
+        summary, _ = published(study)
+        module = importlib.import_module(f"studies.{name}.__main__")
+        assert module.headline(summary) in readme.replace("\n", " "), study
