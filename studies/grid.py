@@ -237,6 +237,8 @@ def run_grid(
         "code_digest": code_digest(),
         **cpu(),
         "cpus": os.cpu_count(),
+        # a study may run beside another, each on fewer threads: its seconds compare within it, not across studies
+        "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
         "versions": library_versions(),
         "seconds": round(time.time() - start, 1),
     }
