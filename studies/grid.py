@@ -62,17 +62,16 @@ class Cell:
 
 
 def check_grid(cells: list[Cell]) -> None:
-    """One line for a grid that cannot be compared: repeated names, or a cell compared with one that is not a
-    reference in the grid."""
+    """One line for a grid that cannot be compared: repeated names, or a cell compared with one that is not in the
+    grid (or with itself)."""
     names = [c.name for c in cells]
     if len(set(names)) != len(names):
         raise SystemExit(f"study grid: repeated cell names {sorted({n for n in names if names.count(n) > 1})}")
-    references = {c.name for c in cells if c.reference}
     for cell in cells:
-        if not cell.reference and cell.against not in references:
+        if not cell.reference and (cell.against not in names or cell.against == cell.name):
             raise SystemExit(
-                f"study grid: cell {cell.name!r} is compared with {cell.against!r}, which is not a reference cell "
-                f"of the grid ({sorted(references)})"
+                f"study grid: cell {cell.name!r} is compared with {cell.against!r}, which is not another cell of "
+                f"the grid ({names})"
             )
 
 
@@ -411,14 +410,19 @@ def parse_study(parser: argparse.ArgumentParser, study: str, argv=None) -> tuple
 
 
 def select(cells: list[Cell], names: list[str] | None) -> list[Cell]:
-    """The cells named on the command line (all without names) and the references they are compared with; one line
-    for an unknown name."""
+    """The cells named on the command line (all without names) and the cells they are compared with, and theirs;
+    one line for an unknown name."""
     if not names:
         return cells
     unknown = sorted(set(names) - {c.name for c in cells})
     if unknown:
         raise SystemExit(f"--cells: unknown {unknown}; known: {[c.name for c in cells]}")
-    wanted = set(names) | {c.against for c in cells if c.name in names and c.against}
+    against = {c.name: c.against for c in cells}
+    wanted = set()
+    for name in names:
+        while name and name not in wanted:
+            wanted.add(name)
+            name = against[name]
     return [c for c in cells if c.name in wanted]
 
 

@@ -24,7 +24,7 @@ def test_the_grid_has_one_reference_per_group_and_says_which_is_wrong():
         config = yaml.safe_load((REPO_ROOT / "recipes" / "configs" / "tiny" / f"{shipped}.yaml").read_text())
         reference = next(c for c in grid if c.group == shipped and c.reference)
         assert float(reference.flags[1]) == config[key]
-    with pytest.raises(SystemExit, match="cell 'b' is compared with 'c', which is not a reference cell of the grid"):
+    with pytest.raises(SystemExit, match="cell 'b' is compared with 'c', which is not another cell of the grid"):
         check_grid([Cell("a"), Cell("b", against="c")])
     with pytest.raises(SystemExit, match=r"repeated cell names \['a'\]"):
         check_grid([Cell("a"), Cell("a")])

@@ -22,9 +22,11 @@ def test_the_grid_is_trl_s_four_normalisations_against_its_default():
     check_grid(grid)
     assert [c.flags[1] for c in grid] == ["grpo", "bnpo", "dr_grpo", "dapo"]
     assert [c.name for c in grid if c.reference] == ["loss_type=dapo"]
+    from dataclasses import fields
+
     from trl import GRPOConfig
 
-    assert GRPOConfig(output_dir="x").loss_type == "dapo"  # the reference is TRL's default
+    assert {f.name: f.default for f in fields(GRPOConfig)}["loss_type"] == "dapo"  # the reference is TRL's default
 
 
 def test_the_length_world_s_teacher_answers_short_or_long_and_the_gold_is_always_worked():
@@ -36,11 +38,21 @@ def test_the_length_world_s_teacher_answers_short_or_long_and_the_gold_is_always
     assert all("write" in r["answer"] for r in rows)  # rewards and eval check the worked, right answer
 
 
-def test_the_shipped_length_world_answers_both_ways(tiny_length_world):
+def test_the_shipped_length_world_s_model_answers_both_ways(tiny_length_world):
+    """The start model chooses its length: sampled, it writes both direct (short, mostly wrong) and worked answers."""
+    from core.tasks import TASKS, load_task_data
+    from eval.run import evaluate_model, load_for_eval
+
     world = json.loads((tiny_length_world / "world.json").read_text())
     assert world["settings"]["direct_rate"] == 0.5 and world["settings"]["world"] == "length"
-    train = [json.loads(line) for line in open(tiny_length_world / "data" / "train.jsonl")]
-    assert {("write" in r["demonstration"]) for r in train} == {True, False}
+    model, tokenizer = load_for_eval(str(tiny_length_world / "model"), None, load_in_4bit=True)
+    rows = load_task_data(TASKS["tiny-length"], None, 24)
+    _, records = evaluate_model(model, tokenizer, "tiny-length", rows, k=4, temperature=0.7)
+    worked = [r for r in records if "write" in r["completion"]]
+    direct = [r for r in records if "write" not in r["completion"]]
+    assert worked and direct
+    length = {name: sum(len(r["completion"]) for r in rs) / len(rs) for name, rs in (("w", worked), ("d", direct))}
+    assert length["d"] < length["w"] / 2
 
 
 @pytest.mark.slow

@@ -9,7 +9,7 @@ import sys
 import pytest
 import yaml
 
-from studies.grid import check_grid
+from studies.grid import check_grid, select
 from studies.onpolicy.__main__ import answer, cells
 from studies.onpolicy.__main__ import readme as onpolicy_readme
 from tests.conftest import REPO_ROOT
@@ -53,3 +53,7 @@ def test_a_tiny_study_trains_offline_and_in_rounds_and_generates_its_readme(tiny
     assert rounds["run_dir"] == str(run / "round2") and rounds["kl"] is not None
     readme = (out / "README.md").read_text()
     assert readme == onpolicy_readme(summary, settings) and all(line in readme for line in answer(summary))
+
+
+def test_choosing_grpo_brings_the_cells_it_is_compared_with():
+    assert [c.name for c in select(cells(2), ["grpo"])] == ["dpo offline", "dpo on-policy R=2", "grpo"]
