@@ -33,7 +33,6 @@ from studies.comparison.runs import (
     run,
     sample_pairs,
 )
-from studies.comparison.versus import points
 
 # The runs' own held-out evaluation, at their start and end: the drift (KL from the start, entropy, length) and the
 # checks (reward hacking, length drift, drift from the start, entropy collapse) of every run.
@@ -109,6 +108,8 @@ def train(profile: str, cell: Cell, seed: int, prompts: int, out: Path, pairs: d
     rows = read_metrics(run_dir)
     logged = {key: quarters(numbers_of(rows, key)) for key in cell.logged}
     print(f"[study] {cell.name} (seed {seed}) done in {time.time() - start:.0f} s", flush=True)
+    if cell.rounds > 1:  # the last round measured its start after the earlier rounds: only its end is the run's
+        extra |= {k: [None, drift_numbers[k][1]] for k in ("entropy", "length", "clipped") if drift_numbers.get(k)}
     train_seconds = extra.pop("train_seconds", summary.get("train_seconds"))
     steps = extra.pop("steps", summary.get("steps", steps))
     return {
@@ -143,8 +144,9 @@ def train_rounds(profile: str, cell: Cell, seed: int, prompts: int, out: Path, p
     """Iterative (on-policy) preference training: in each of `cell.rounds` rounds, sample pairs from the current
     policy (the start model, then the last round's adapter) on the next prompts/rounds prompts, as many completions
     as the offline cells sampled in all, and train one epoch on at most the offline pairs/rounds of them, going on
-    from the last round's adapter (TRL takes a frozen copy of it as the reference). The held-out drift is measured
-    in the last round, from the start model. Returns the last round's folder, the steps and the extra record."""
+    from the last round's adapter (TRL takes a frozen copy of it as the reference). The held-out evaluation runs in
+    the last round: its KL is from the start model (the adapters off), its checks compare that round's start and
+    end. Returns the last round's folder, the steps and the extra record."""
     per_round = prompts // cell.rounds
     offline_pairs(profile, seed, prompts, out, pairs)
     budget = pairs[(seed, prompts)][1]
@@ -289,103 +291,6 @@ def aggregate(cell: Cell, records: list[dict], scores: dict, seeds: int) -> dict
     return entry
 
 
-def pct(value, ci=None) -> str:
-    return "n/a" if value is None else f"{value:.1%}" + (f" [{ci[0]:.1%}, {ci[1]:.1%}]" if ci else "")
-
-
-def table(summary: dict, columns: tuple[tuple[str, str, str], ...] = ()) -> str:
-    """The cells' table: held-out sampled pass@1 and greedy accuracy (mean over seeds [seeds' 95%]), each against
-    the group's reference in points [seeds x problems 95%], KL from the start, s/step, checks fired; `columns`
-    adds (header, key, format) columns."""
-    head = "| cell | sampled pass@1 | vs reference | greedy | vs reference | KL from start | s/step |"
-    head += "".join(f" {h} |" for h, _, _ in columns) + " checks fired |"
-    lines = [head, "|" + "---|" * (head.count("|") - 1)]
-    base = summary["base"]
-    lines.append(
-        f"| base | {pct(base['sampled_pass1'])} |  | {pct(base['greedy_accuracy'])} |  |  |  |"
-        + " |" * len(columns)
-        + "  |"
-    )
-    for c in summary["cells"]:
-        vs = {m: c.get(f"{m}_vs_reference") for m in ("sampled", "greedy")}
-        said = {m: "reference" if c["reference"] else points(v["mean"], v["ci95"]) for m, v in vs.items()}
-        extra = "".join(f" {'n/a' if c.get(k) is None else format(c[k], f)} |" for _, k, f in columns)
-        lines.append(
-            f"| {c['cell']} | {pct(c['sampled_pass1'], c['sampled_pass1_ci95'])} | {said['sampled']} "
-            f"| {pct(c['greedy_accuracy'], c['greedy_accuracy_ci95'])} | {said['greedy']} "
-            f"| {'n/a' if c['kl'] is None else format(c['kl'], '.3f')} "
-            f"| {'n/a' if c['seconds_per_step'] is None else format(c['seconds_per_step'], '.2f')} |{extra}"
-            f" {', '.join(c['checks']) or 'none'} |"
-        )
-    return "\n".join(lines)
-
-
-def against_reference(summary: dict, metric: str = "sampled") -> list[str]:
-    """One sentence per cell that is not its group's reference: better, worse, or not told apart, in points with
-    the seeds x problems interval; an order only where the interval excludes zero."""
-    name = {"sampled": "sampled pass@1", "greedy": "greedy accuracy"}[metric]
-    lines = []
-    for c in summary["cells"]:
-        row = c.get(f"{metric}_vs_reference")
-        if row is None:
-            continue
-        interval = f"{points(row['mean'], row['ci95'])} points"
-        if not row["excludes_zero"]:
-            lines.append(f"{c['cell']} and {c['reference_cell']} are not told apart in {name}: {interval}.")
-        else:
-            verb = "beats" if row["mean"] > 0 else "falls below"
-            lines.append(f"{c['cell']} {verb} {c['reference_cell']} in {name}: {interval}.")
-    return lines
-
-
-def versus(cell: dict, metric: str = "sampled") -> str:
-    """A cell against its reference in a few words: the points with the seeds x problems interval, and whether the
-    interval excludes zero."""
-    row = cell.get(f"{metric}_vs_reference")
-    if row is None:
-        return "the reference"
-    said = "beyond noise" if row["excludes_zero"] else "not told apart"
-    return f"{points(row['mean'], row['ci95'])} points vs {cell['reference_cell']}, {said}"
-
-
-def cell_named(summary: dict, name: str) -> dict:
-    return next(c for c in summary["cells"] if c["cell"] == name)
-
-
-def plot_against_drift(summary: dict, path: Path) -> None:
-    """Held-out sampled pass@1 (mean over seeds, seeds' 95%) against the KL from the start, one marker per cell,
-    one line per group: what a coefficient buys in accuracy for what it allows in drift."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7, 4))
-    for index, group in enumerate(dict.fromkeys(c["group"] for c in summary["cells"])):
-        own = [c for c in summary["cells"] if c["group"] == group and c["kl"] is not None]
-        ax.errorbar(
-            [c["kl"] for c in own],
-            [c["sampled_pass1"] for c in own],
-            yerr=[
-                [c["sampled_pass1"] - (c["sampled_pass1_ci95"] or [c["sampled_pass1"]] * 2)[0] for c in own],
-                [(c["sampled_pass1_ci95"] or [c["sampled_pass1"]] * 2)[1] - c["sampled_pass1"] for c in own],
-            ],
-            marker="o",
-            capsize=3,
-            color=f"C{index}",
-            label=group,
-        )
-        for c in own:
-            ax.annotate(c["cell"].split(" ", 1)[-1], (c["kl"], c["sampled_pass1"]), fontsize=7)
-    ax.axhline(summary["base"]["sampled_pass1"], color="grey", linestyle=":", label="base")
-    ax.set_xlabel("KL from the start (nats/token, held-out, end of run)")
-    ax.set_ylabel("held-out sampled pass@1")
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-
-
 def study_arguments(doc: str, seeds: int = 3) -> argparse.ArgumentParser:
     """Every study's command line: the profile, seeds, the held-out budget, a subset of cells, the output folder,
     and --report (rewrite the README and plots from the JSON, without training)."""
@@ -432,14 +337,3 @@ def read_results(out: Path) -> tuple[dict, dict]:
         if not (out / name).is_file():
             raise SystemExit(f"--report: no {out / name}; run the study first")
     return json.loads((out / "summary.json").read_text()), json.loads((out / "settings.json").read_text())
-
-
-def provenance(settings: dict) -> str:
-    """The first line of a study's README: where and when its numbers came from, and its budget."""
-    return (
-        f"Measured at commit {settings['commit']} on {settings['cpu']} ({settings['cpus']} cores), "
-        f"{settings['seconds']:.0f} s in all; profile `{settings['profile']}`, {settings['seeds']} seeds per cell, "
-        f"{settings['eval_n']} held-out problems scored with the clean reward (greedy, and {settings['eval_k']} "
-        f"samples at T={settings['temperature']} for sampled pass@1), 4-bit as trained. KL from the start: the mean "
-        f"per-token KL(policy || start) on {settings['drift_problems']} held-out problems at the end of each run."
-    )

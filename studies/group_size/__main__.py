@@ -18,19 +18,8 @@ group-size.png.
 import json
 
 from studies.comparison.runs import PROFILES
-from studies.grid import (
-    Cell,
-    against_reference,
-    parse_study,
-    plot_against_drift,
-    provenance,
-    read_results,
-    run_grid,
-    select,
-    study_arguments,
-    table,
-    versus,
-)
+from studies.grid import Cell, parse_study, read_results, run_grid, select, study_arguments
+from studies.grid_report import against_reference, plot_against_drift, provenance, table, versus
 from studies.memory.estimate import estimate_all
 
 GROUP_SIZES = (2, 4, 8, 16)

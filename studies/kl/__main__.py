@@ -12,20 +12,8 @@ Writes results/studies/kl/: summary.json, settings.json, README.md (its answer g
 """
 
 from studies.comparison.runs import PROFILES
-from studies.grid import (
-    Cell,
-    against_reference,
-    cell_named,
-    parse_study,
-    plot_against_drift,
-    provenance,
-    read_results,
-    run_grid,
-    select,
-    study_arguments,
-    table,
-    versus,
-)
+from studies.grid import Cell, parse_study, read_results, run_grid, select, study_arguments
+from studies.grid_report import against_reference, cell_named, plot_against_drift, provenance, table, versus
 
 GRPO_BETAS = (0.0, 0.01, 0.04, 0.1)
 PPO_KL_COEFS = (0.0, 0.05, 0.2)

@@ -26,19 +26,8 @@ length.png.
 from pathlib import Path
 
 from studies.comparison.runs import PROFILES
-from studies.grid import (
-    Cell,
-    against_reference,
-    cell_named,
-    parse_study,
-    provenance,
-    read_results,
-    run_grid,
-    select,
-    study_arguments,
-    table,
-    versus,
-)
+from studies.grid import Cell, parse_study, read_results, run_grid, select, study_arguments
+from studies.grid_report import against_reference, cell_named, provenance, table, versus
 from tasks.shipped import install
 
 LOSS_TYPES = ("grpo", "bnpo", "dr_grpo", "dapo")

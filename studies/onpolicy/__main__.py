@@ -20,18 +20,8 @@ onpolicy.png.
 from pathlib import Path
 
 from studies.comparison.runs import PROFILES
-from studies.grid import (
-    Cell,
-    against_reference,
-    parse_study,
-    provenance,
-    read_results,
-    run_grid,
-    select,
-    study_arguments,
-    table,
-    versus,
-)
+from studies.grid import Cell, parse_study, read_results, run_grid, select, study_arguments
+from studies.grid_report import against_reference, provenance, table, versus
 
 ROUNDS = 4
 PROMPTS = 320  # the comparison's budget: 2,560 sampled completions at k=8

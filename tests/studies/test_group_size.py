@@ -9,7 +9,8 @@ import sys
 import pytest
 import yaml
 
-from studies.grid import check_grid, table
+from studies.grid import check_grid
+from studies.grid_report import table
 from studies.group_size.__main__ import COLUMNS, answer, cells, memory_at_7b
 from studies.group_size.__main__ import readme as group_size_readme
 from tests.conftest import REPO_ROOT

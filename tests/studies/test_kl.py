@@ -8,7 +8,8 @@ import sys
 import pytest
 import yaml
 
-from studies.grid import Cell, check_grid, select, table
+from studies.grid import Cell, check_grid, select
+from studies.grid_report import table
 from studies.kl.__main__ import answer, cells
 from studies.kl.__main__ import readme as kl_readme
 from tests.conftest import REPO_ROOT
