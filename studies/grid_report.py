@@ -49,9 +49,14 @@ def table(summary: dict, columns: tuple[tuple[str, str, str], ...] = ()) -> str:
     return "\n".join(lines)
 
 
+# Below this difference an order wants 5 seeds before it is relied on (3 suffice for larger ones).
+SMALL_DIFFERENCE, SEEDS_FOR_SMALL = 0.03, 5
+
+
 def against_reference(summary: dict, metric: str = "sampled") -> list[str]:
-    """One sentence per cell that is not its group's reference: better, worse, or not told apart, in points with
-    the seeds x problems interval; an order only where the interval excludes zero."""
+    """One sentence per cell that is not a reference: better, worse, or not told apart, in points with the seeds x
+    problems interval; an order only where the interval excludes zero, and said to want more seeds where it is
+    below 3 points on fewer than 5."""
     name = {"sampled": "sampled pass@1", "greedy": "greedy accuracy"}[metric]
     lines = []
     for c in summary["cells"]:
@@ -61,9 +66,12 @@ def against_reference(summary: dict, metric: str = "sampled") -> list[str]:
         interval = f"{points(row['mean'], row['ci95'])} points"
         if not row["excludes_zero"]:
             lines.append(f"{c['cell']} and {c['reference_cell']} are not told apart in {name}: {interval}.")
-        else:
-            verb = "beats" if row["mean"] > 0 else "falls below"
-            lines.append(f"{c['cell']} {verb} {c['reference_cell']} in {name}: {interval}.")
+            continue
+        verb = "beats" if row["mean"] > 0 else "falls below"
+        seeds = len({r["seed"] for r in summary["runs"] if r["cell"] == c["cell"]})
+        small = abs(row["mean"]) < SMALL_DIFFERENCE and seeds < SEEDS_FOR_SMALL
+        caveat = f" (under 3 points on {seeds} seeds: rerun with SEEDS=5 before relying on it)" if small else ""
+        lines.append(f"{c['cell']} {verb} {c['reference_cell']} in {name}: {interval}{caveat}.")
     return lines
 
 
