@@ -18,6 +18,15 @@ def provenance(settings: dict) -> str:
     )
 
 
+def on_one_gpu(target: str) -> str:
+    """The line every study README ends with: the same grid at 7B."""
+    return (
+        f"The same grid on one GPU: `make {target} PROFILE=7b` (Qwen2.5-7B-Instruct in 4-bit + LoRA on GSM8K, the "
+        "7b recipe configs; not run for this README). `python -m studies.<study> --report` rewrites this README "
+        "and its plots from summary.json and settings.json."
+    )
+
+
 def pct(value, ci=None) -> str:
     return "n/a" if value is None else f"{value:.1%}" + (f" [{ci[0]:.1%}, {ci[1]:.1%}]" if ci else "")
 

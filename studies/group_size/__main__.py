@@ -19,7 +19,7 @@ import json
 
 from studies.comparison.runs import PROFILES
 from studies.grid import Cell, parse_study, read_results, run_grid, select, study_arguments
-from studies.grid_report import against_reference, plot_against_drift, provenance, table, versus
+from studies.grid_report import against_reference, on_one_gpu, plot_against_drift, provenance, table, versus
 from studies.memory.estimate import estimate_all
 
 GROUP_SIZES = (2, 4, 8, 16)
@@ -151,6 +151,8 @@ def readme(summary: dict, settings: dict) -> str:
             "excludes zero):",
             "",
             *answer(summary),
+            "",
+            on_one_gpu("study-k"),
             "",
         ]
     )

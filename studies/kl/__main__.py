@@ -13,7 +13,15 @@ Writes results/studies/kl/: summary.json, settings.json, README.md (its answer g
 
 from studies.comparison.runs import PROFILES
 from studies.grid import Cell, parse_study, read_results, run_grid, select, study_arguments
-from studies.grid_report import against_reference, cell_named, plot_against_drift, provenance, table, versus
+from studies.grid_report import (
+    against_reference,
+    cell_named,
+    on_one_gpu,
+    plot_against_drift,
+    provenance,
+    table,
+    versus,
+)
 
 GRPO_BETAS = (0.0, 0.01, 0.04, 0.1)
 PPO_KL_COEFS = (0.0, 0.05, 0.2)
@@ -91,6 +99,8 @@ def readme(summary: dict, settings: dict) -> str:
             "excludes zero):",
             "",
             *answer(summary),
+            "",
+            on_one_gpu("study-kl"),
             "",
         ]
     )

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from studies.comparison.runs import PROFILES
 from studies.grid import Cell, parse_study, read_results, run_grid, select, study_arguments
-from studies.grid_report import against_reference, cell_named, provenance, table, versus
+from studies.grid_report import against_reference, cell_named, on_one_gpu, provenance, table, versus
 from tasks.shipped import install
 
 LOSS_TYPES = ("grpo", "bnpo", "dr_grpo", "dapo")
@@ -117,7 +117,10 @@ def readme(summary: dict, settings: dict) -> str:
             "",
             provenance(settings),
             f"Each run: {settings['prompts']} training prompts once each, on the length world (its model answers "
-            "with or without the columns; `studies/length/__main__.py` says why the math world cannot show this).",
+            "with or without the columns; `studies/length/__main__.py` says why the math world cannot show this). "
+            "TRL 1.12's `loss_type` also has cispo, sapo, luspo and vespo; they change the clipping or the ratio "
+            "too, not only the normalisation, and are left out. Lengths in tokens; training lengths from TRL's own "
+            "batches, split by the training reward's verdict.",
             "",
             table(summary, columns),
             "",
@@ -127,6 +130,8 @@ def readme(summary: dict, settings: dict) -> str:
             "excludes zero):",
             "",
             *answer(summary),
+            "",
+            on_one_gpu("study-length"),
             "",
         ]
     )

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from studies.comparison.runs import PROFILES
 from studies.grid import Cell, parse_study, read_results, run_grid, select, study_arguments
-from studies.grid_report import against_reference, provenance, table, versus
+from studies.grid_report import against_reference, on_one_gpu, provenance, table, versus
 
 ROUNDS = 4
 PROMPTS = 320  # the comparison's budget: 2,560 sampled completions at k=8
@@ -100,6 +100,8 @@ def readme(summary: dict, settings: dict) -> str:
             "excludes zero):",
             "",
             *answer(summary),
+            "",
+            on_one_gpu("study-onpolicy"),
             "",
         ]
     )
