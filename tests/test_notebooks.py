@@ -58,3 +58,13 @@ def test_comparison_notebook_reads_the_code_comparison_too(code_compare_results,
     assert "profile tiny-code: 16 training prompts per method" in text
     assert all(f"{method:>5}  sampled:" in text for method in ("grpo", "dpo"))  # the methods it ran
     assert "  ppo  sampled:" not in text and "PPO - GRPO peak:" not in text
+
+
+def test_studies_notebook_shows_each_published_study():
+    notebook = execute("studies.ipynb")
+    text = outputs(notebook)
+    for study in ("group-size", "kl", "length", "onpolicy"):
+        assert f"{study}: " in text and " seeds, profile " in text
+    assert "vs itself: reference" in text and " points, KL " in text
+    markdown = [out for c in notebook.cells if c.cell_type == "code" for out in c.get("outputs", [])]
+    assert sum("image/png" in out.get("data", {}) for out in markdown) >= 4  # each study's plot
