@@ -80,7 +80,9 @@ def test_the_manifest_lists_exactly_the_shipped_files():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name, world", [("tiny", "math"), ("tiny-length", "length")])
+@pytest.mark.parametrize(
+    "name, world", [("tiny", "math"), pytest.param("tiny-length", "length", marks=pytest.mark.slow)]
+)
 def test_the_builder_at_a_small_budget_makes_the_shipped_data_and_tokenizer(name, world, tmp_path):
     """`make tiny-rebuild`'s path with 5 SFT steps: the data splits and tokenizer (plain Python and `tokenizers`,
     the same on every CPU) equal the shipped ones byte for byte; the weights of 5 steps are another model, and the
