@@ -9,8 +9,10 @@ from studies.comparison.versus import points
 
 def provenance(settings: dict) -> str:
     """The first line of a study's README: where and when its numbers came from, and its budget."""
+    threads = settings.get("omp_num_threads")
+    shared = f", {threads} thread per process beside other jobs: s/step is not the machine's speed" if threads else ""
     return (
-        f"Measured at commit {settings['commit']} on {settings['cpu']} ({settings['cpus']} cores), "
+        f"Measured at commit {settings['commit']} on {settings['cpu']} ({settings['cpus']} cores{shared}), "
         f"{settings['seconds']:.0f} s in all; profile `{settings['profile']}`, {settings['seeds']} seeds per cell, "
         f"{settings['eval_n']} held-out problems scored with the clean reward (greedy, and {settings['eval_k']} "
         f"samples at T={settings['temperature']} for sampled pass@1), 4-bit as trained. KL from the start: the mean "
@@ -51,7 +53,7 @@ def table(summary: dict, columns: tuple[tuple[str, str, str], ...] = ()) -> str:
         lines.append(
             f"| {c['cell']} | {pct(c['sampled_pass1'], c['sampled_pass1_ci95'])} | {said['sampled']} "
             f"| {pct(c['greedy_accuracy'], c['greedy_accuracy_ci95'])} | {said['greedy']} "
-            f"| {'n/a' if c['kl'] is None else format(c['kl'], '.3f')} "
+            f"| {'n/a' if c['kl'] is None else format(c['kl'], '.4f')} "
             f"| {'n/a' if c['seconds_per_step'] is None else format(c['seconds_per_step'], '.2f')} |{extra}"
             f" {', '.join(c['checks']) or 'none'} |"
         )
@@ -81,6 +83,24 @@ def against_reference(summary: dict, metric: str = "sampled") -> list[str]:
         small = abs(row["mean"]) < SMALL_DIFFERENCE and seeds < SEEDS_FOR_SMALL
         caveat = f" (under 3 points on {seeds} seeds: rerun with SEEDS=5 before relying on it)" if small else ""
         lines.append(f"{c['cell']} {verb} {c['reference_cell']} in {name}: {interval}{caveat}.")
+    return lines
+
+
+def seed_spread(summary: dict, wide: float = 0.10) -> list[str]:
+    """One line per cell whose seeds disagree: any seed's held-out sampled pass@1 below the base's, or seeds more
+    than `wide` apart; each seed's number, so a collapse in one seed is seen, not averaged away."""
+    base = summary["base"]["sampled_pass1"]
+    lines = []
+    for c in summary["cells"]:
+        values = [
+            r["sampled_pass1"] for r in sorted(summary["runs"], key=lambda r: r["seed"]) if r["cell"] == c["cell"]
+        ]
+        below = sum(v < base for v in values)
+        if values and (below or max(values) - min(values) > wide):
+            lines.append(
+                f"{c['cell']}: sampled pass@1 by seed {', '.join(f'{v:.1%}' for v in values)}; {below} of "
+                f"{len(values)} below the base's {base:.1%}."
+            )
     return lines
 
 

@@ -19,7 +19,15 @@ import json
 
 from studies.comparison.runs import PROFILES
 from studies.grid import Cell, parse_study, read_results, run_grid, select, study_arguments
-from studies.grid_report import against_reference, on_one_gpu, plot_against_drift, provenance, table, versus
+from studies.grid_report import (
+    against_reference,
+    on_one_gpu,
+    plot_against_drift,
+    provenance,
+    seed_spread,
+    table,
+    versus,
+)
 from studies.memory.estimate import estimate_all
 
 GROUP_SIZES = (2, 4, 8, 16)
@@ -92,6 +100,7 @@ def answer(summary: dict) -> list[str]:
             f"groups with no reward spread: {spread or 'not logged'}."
         )
     lines += [f"- {s}" for s in against_reference(summary)]
+    lines += [f"- {s}" for s in seed_spread(summary)]
     memory = summary.get("memory_7b_gb")
     if memory:
         lines.append(

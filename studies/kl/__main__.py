@@ -19,6 +19,7 @@ from studies.grid_report import (
     on_one_gpu,
     plot_against_drift,
     provenance,
+    seed_spread,
     table,
     versus,
 )
@@ -50,7 +51,7 @@ def answer(summary: dict) -> list[str]:
         if not own:
             continue
         steps = "; ".join(
-            f"{c['cell'].split(' ', 1)[1]}: KL {c['kl']:.3f}, sampled pass@1 {c['sampled_pass1']:.1%}"
+            f"{c['cell'].split(' ', 1)[1]}: KL {c['kl']:.4f}, sampled pass@1 {c['sampled_pass1']:.1%}"
             for c in own
             if c["kl"] is not None
         )
@@ -60,24 +61,29 @@ def answer(summary: dict) -> list[str]:
             falls = all(a >= b for a, b in zip(kls, kls[1:], strict=False))
             lines.append(
                 f"  The KL from the start {'falls' if falls else 'does not fall steadily'} as the coefficient "
-                f"grows ({kls[0]:.3f} -> {kls[-1]:.3f})."
+                f"grows ({kls[0]:.4f} -> {kls[-1]:.4f})."
             )
         fired = [f"{c['cell']}: {', '.join(c['checks'])}" for c in own if c["checks"]]
         lines.append("  Checks fired: " + ("; ".join(fired) if fired else "none") + ".")
     lines += [f"- {s}" for s in against_reference(summary)]
+    lines += [f"- {s}" for s in seed_spread(summary)]
     return lines
 
 
 def headline(summary: dict) -> str:
     """The study's answer in one sentence for the main README: the KL from the start and sampled pass@1 at the
-    smallest and largest coefficient of each method, and the largest against the shipped one."""
-    parts = []
+    smallest and largest coefficient of each method, the seeds that ended below the base, and the largest
+    coefficient against the shipped one."""
+    parts, base = [], summary["base"]["sampled_pass1"]
     for group, values in (("grpo", GRPO_BETAS), ("ppo", PPO_KL_COEFS)):
         key = "beta" if group == "grpo" else "kl_coef"
         low, high = (cell_named(summary, f"{group} {key}={v:g}") for v in (values[0], values[-1]))
+        seeds = [r["sampled_pass1"] for r in summary["runs"] if r["cell"] == low["cell"]]
+        below = sum(v < base for v in seeds)
+        collapsed = f", {below} of {len(seeds)} seeds below the base at {key}={values[0]:g}" if below else ""
         parts.append(
-            f"{group.upper()} {key} {values[0]:g} -> {values[-1]:g}: KL from the start {low['kl']:.3f} -> "
-            f"{high['kl']:.3f}, sampled pass@1 {low['sampled_pass1']:.1%} -> {high['sampled_pass1']:.1%} "
+            f"{group.upper()} {key} {values[0]:g} -> {values[-1]:g}: KL from the start {low['kl']:.4f} -> "
+            f"{high['kl']:.4f}, sampled pass@1 {low['sampled_pass1']:.1%} -> {high['sampled_pass1']:.1%}{collapsed} "
             f"({key}={values[-1]:g}: {versus(high)})"
         )
     return "; ".join(parts) + "."

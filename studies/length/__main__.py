@@ -27,7 +27,7 @@ from pathlib import Path
 
 from studies.comparison.runs import PROFILES
 from studies.grid import Cell, parse_study, read_results, run_grid, select, study_arguments
-from studies.grid_report import against_reference, cell_named, on_one_gpu, provenance, table, versus
+from studies.grid_report import against_reference, cell_named, on_one_gpu, provenance, seed_spread, table, versus
 from tasks.shipped import install
 
 LOSS_TYPES = ("grpo", "bnpo", "dr_grpo", "dapo")
@@ -85,6 +85,7 @@ def answer(summary: dict) -> list[str]:
             "read it beside the seeds' spread in summary.json's runs."
         )
     lines += [f"- {s}" for s in against_reference(summary)]
+    lines += [f"- {s}" for s in seed_spread(summary)]
     return lines
 
 

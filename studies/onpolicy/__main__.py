@@ -21,7 +21,7 @@ from pathlib import Path
 
 from studies.comparison.runs import PROFILES
 from studies.grid import Cell, parse_study, read_results, run_grid, select, study_arguments
-from studies.grid_report import against_reference, on_one_gpu, provenance, table, versus
+from studies.grid_report import against_reference, on_one_gpu, provenance, seed_spread, table, versus
 
 ROUNDS = 4
 PROMPTS = 320  # the comparison's budget: 2,560 sampled completions at k=8
@@ -47,6 +47,7 @@ def answer(summary: dict) -> list[str]:
             )
     lines += [f"- {s}" for s in against_reference(summary, "sampled")]
     lines += [f"- {s}" for s in against_reference(summary, "greedy")]
+    lines += [f"- {s}" for s in seed_spread(summary)]
     return lines
 
 
