@@ -100,6 +100,10 @@ def preflight(script_args: ScriptArguments, training_args: GRPOConfig, model_arg
         get_reward_funcs(script_args.reward_funcs, script_args.reward_kwargs)
     except (ValueError, SandboxUnavailable) as error:
         raise SystemExit(str(error)) from error
+    if not 0.0 <= script_args.reward_noise <= 1.0:
+        raise SystemExit(
+            f"reward_noise {script_args.reward_noise} ({source_of('reward_noise')}): a flip probability, in [0, 1]"
+        )
     check_logprobs(script_args.logprobs, "grpo", training_args)
     check_model(model_args, source_of("model_name_or_path"))
 

@@ -60,6 +60,7 @@ def test_two_steps_in_4bit_save_an_adapter_that_generates(tiny_world, tmp_path, 
         (["--reward_weights", "1.0", "2.0"], "reward_weights has 2 entries for 1 reward_funcs"),
         # a dotted-path reward's named parameter is a column the data must have
         (["--reward_funcs", "tests.recipes.reward_probes.needs_unit"], "missing column(s) ['unit']"),
+        (["--reward_noise", "1.5"], "reward_noise 1.5 (the command line): a flip probability, in [0, 1]"),
     ],
 )
 def test_preflight_errors_come_before_any_model_is_loaded(tiny_world, tmp_path, overrides, message, monkeypatch):
