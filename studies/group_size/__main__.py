@@ -18,6 +18,7 @@ group-size.png.
 import json
 
 from studies.comparison.runs import PROFILES
+from studies.comparison.versus import points
 from studies.grid import Cell, parse_study, read_results, run_grid, select, study_arguments
 from studies.grid_report import (
     against_reference,
@@ -26,7 +27,6 @@ from studies.grid_report import (
     provenance,
     seed_spread,
     table,
-    versus,
 )
 from studies.memory.estimate import estimate_all
 
@@ -85,19 +85,39 @@ def memory_at_7b() -> dict:
     }
 
 
+def told_apart(own: list[dict]) -> str:
+    """The cells of a group told apart from their reference in sampled pass@1, with the points; or that none is."""
+    apart = [c for c in own if (c.get("sampled_vs_reference") or {}).get("excludes_zero")]
+    if not apart:
+        return f"no k told apart from {own[0]['reference_cell'] or own[0]['cell']}"
+    return (
+        ", ".join(
+            f"{c['cell'].split()[0]} {points(c['sampled_vs_reference']['mean'], c['sampled_vs_reference']['ci95'])}"
+            for c in apart
+        )
+        + f" points against {apart[0]['reference_cell']}"
+    )
+
+
+def groups(summary: dict) -> dict[str, list[dict]]:
+    return {
+        g: [c for c in summary["cells"] if c["group"] == g]
+        for g in dict.fromkeys(c["group"] for c in summary["cells"])
+    }
+
+
 def answer(summary: dict) -> list[str]:
-    """Per group: the k with the highest held-out sampled pass@1, whether it beats k=8 beyond noise, the share of
-    zero-spread groups by k, and the 7B memory by k."""
+    """Per group: the mean held-out sampled pass@1 by k, which k are told apart from k=8, the share of zero-spread
+    groups by k; then every comparison, the seeds that disagree, and the 7B memory by k."""
     lines = []
-    for group in dict.fromkeys(c["group"] for c in summary["cells"]):
-        own = [c for c in summary["cells"] if c["group"] == group]
-        best = max(own, key=lambda c: c["sampled_pass1"])
+    for group, own in groups(summary).items():
+        means = ", ".join(f"{c['cell'].split()[0]} {c['sampled_pass1']:.1%}" for c in own)
         spread = ", ".join(
             f"{c['cell'].split()[0]} {c[ZERO_SPREAD]:.0%}" for c in own if c.get(ZERO_SPREAD) is not None
         )
         lines.append(
-            f"- {group}: the highest held-out sampled pass@1 is {best['cell']}'s ({best['sampled_pass1']:.1%}); "
-            f"groups with no reward spread: {spread or 'not logged'}."
+            f"- {group}: sampled pass@1 {means}; beyond noise: {told_apart(own)}. Groups with no reward spread: "
+            f"{spread or 'not logged'}."
         )
     lines += [f"- {s}" for s in against_reference(summary)]
     lines += [f"- {s}" for s in seed_spread(summary)]
@@ -113,25 +133,21 @@ def answer(summary: dict) -> list[str]:
 
 
 def headline(summary: dict) -> str:
-    """One sentence: the best k at equal completions at each noise level, against k=8, and the 7B memory of k=16
-    against k=8."""
-    parts = []
-    for noise in NOISE:
-        own = [c for c in summary["cells"] if c["group"] == f"equal completions, noise {noise:g}"]
-        if not own:
-            continue
-        best = max(own, key=lambda c: c["sampled_pass1"])
+    """One sentence: per group, which k are told apart from k=8 in sampled pass@1; the zero-spread share at the
+    smallest and largest k without noise; the 7B memory of k=16 against k=8 with one group per micro-batch."""
+    parts = [f"{group}: {told_apart(own)}" for group, own in groups(summary).items()]
+    clean = [
+        c for c in summary["cells"] if c["group"] == "equal completions, noise 0" and c.get(ZERO_SPREAD) is not None
+    ]
+    if len(clean) > 1:
         parts.append(
-            f"with {noise:.0%} of rewards flipped, {best['cell'].split()[0]} scores highest "
-            f"({best['sampled_pass1']:.1%} sampled pass@1; {versus(best)})"
+            f"groups with no reward spread {clean[0][ZERO_SPREAD]:.0%} at {clean[0]['cell'].split()[0]} -> "
+            f"{clean[-1][ZERO_SPREAD]:.0%} at {clean[-1]['cell'].split()[0]}"
         )
     memory = (summary.get("memory_7b_gb") or {}).get("one_group_per_micro_batch")
-    cost = (
-        f"; at 7B with one group per micro-batch, k=16 needs {memory['16']:.2f} GB, k=8 {memory['8']:.2f}"
-        if memory
-        else ""
-    )
-    return "At equal completions, " + "; ".join(parts) + cost + "."
+    if memory:
+        parts.append(f"at 7B with one group per micro-batch k=16 needs {memory['16']:.2f} GB, k=8 {memory['8']:.2f}")
+    return "; ".join(parts) + "."
 
 
 COLUMNS = (

@@ -38,3 +38,24 @@ def test_the_main_readme_gives_each_study_s_answer_from_its_json():
         summary, _ = published(study)
         module = importlib.import_module(f"studies.{name}.__main__")
         assert module.headline(summary) in readme.replace("\n", " "), study
+
+
+def test_what_the_grpo_configs_say_about_k_holds_in_the_group_size_study():
+    """recipes/configs/tiny*/grpo.yaml read the study: at equal completions no k told apart from 8 (exact or noisy
+    rewards); at equal prompts k=2 and k=4 below 8."""
+    summary, _ = published("group-size")
+    cells = {c["cell"]: c for c in summary["cells"]}
+    for name, cell in cells.items():
+        row = cell.get("sampled_vs_reference")
+        if row is None:
+            continue
+        if "noise=" in name:
+            assert not row["excludes_zero"], name
+        elif name in ("k=2 prompts=128", "k=4 prompts=128"):
+            assert row["excludes_zero"] and row["mean"] < 0, name
+    said = (
+        "at equal completions\n# no k in 2-16 was told apart from 8, with exact or 30%-flipped rewards; at equal "
+        "prompts k=2 and k=4 fell below 8."
+    )
+    for profile in ("tiny", "tiny-code", "tiny-length"):
+        assert said in (REPO_ROOT / "recipes" / "configs" / profile / "grpo.yaml").read_text(), profile
