@@ -81,7 +81,7 @@ def direct_answer(a: int, b: int) -> str:
     """The sum without its columns.
 
     >>> direct_answer(47, 38)
-    '47+38=85.\n#### 85'
+    '47+38=85.\\n#### 85'
     """
     return f"{a}+{b}={a + b}.\n#### {a + b}"
 
