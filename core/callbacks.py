@@ -32,6 +32,9 @@ REWARD_TIME: dict[str, dict[str, float]] = {}
 # Each reward's scores since the last logged step, so every trainer's metrics.jsonl has `rewards/<name>/mean` (GRPO
 # logs it itself; PPO logs only the weighted total).
 REWARD_SCORES: dict[str, list[float]] = {}
+# The token lengths of the completions each pass/fail reward passed and failed since the last logged step (this
+# process's batches), for metrics.jsonl's `lengths/<name>/passed` and `/failed`.
+REWARD_LENGTHS: dict[str, list[int]] = {}
 
 
 class TimedReward:
@@ -56,23 +59,21 @@ class TimedReward:
 
 
 def log_lengths_by_score(name: str, scores: list, columns: dict) -> None:
-    """For a pass/fail reward, the mean completion length (tokens) of the completions it passed and of those it
-    failed, through the trainer's own metric log (TRL's GRPO hands rewards `log_metric` and `completion_ids`): what
-    training does to the length of right and of wrong answers (GRPO's length bias)."""
-    log_metric, ids = columns.get("log_metric"), columns.get("completion_ids")
-    if log_metric is None or ids is None or len(ids) != len(scores):
-        return
-    if not {s for s in scores if s is not None} <= {0.0, 1.0}:
+    """For a pass/fail reward, the token lengths of the completions it passed and of those it failed (TRL's GRPO
+    hands rewards `completion_ids`), kept in this process for MetricsLogger: what training does to the length of
+    right and of wrong answers (GRPO's length bias). Not through TRL's `log_metric`: that gathers each metric across
+    ranks, and a rank whose batch has no passed (or no failed) completion would leave the others waiting."""
+    ids = columns.get("completion_ids")
+    if ids is None or len(ids) != len(scores) or not {s for s in scores if s is not None} <= {0.0, 1.0}:
         return
     for verdict, value in (("passed", 1.0), ("failed", 0.0)):
         lengths = [len(i) for i, s in zip(ids, scores, strict=True) if s == value]
-        if lengths:
-            log_metric(f"lengths/{name}/{verdict}", sum(lengths) / len(lengths))
+        REWARD_LENGTHS.setdefault(f"lengths/{name}/{verdict}", []).extend(lengths)
 
 
 class MetricsLogger(TrainerCallback):
     """Every logged row, as one JSON line of <output_dir>/metrics.jsonl (rank 0), with each reward's mean since the
-    last row where the trainer does not log it."""
+    last row where the trainer does not log it, and the lengths of what each pass/fail reward passed and failed."""
 
     def __init__(self, output_dir: str):
         self.path = Path(output_dir) / "metrics.jsonl"
@@ -81,7 +82,9 @@ class MetricsLogger(TrainerCallback):
         scored = {
             f"rewards/{name}/mean": sum(scores) / len(scores) for name, scores in REWARD_SCORES.items() if scores
         }
+        scored |= {key: sum(lengths) / len(lengths) for key, lengths in REWARD_LENGTHS.items() if lengths}
         REWARD_SCORES.clear()
+        REWARD_LENGTHS.clear()
         if state.is_world_process_zero and logs:
             row = {"step": state.global_step, **{k: v for k, v in scored.items() if k not in logs}, **logs}
             with writing("metrics.jsonl", self.path.parent), open(self.path, "a") as fh:
