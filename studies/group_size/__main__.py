@@ -204,8 +204,9 @@ def main(argv=None):
         summary["memory_7b_gb"] = memory_at_7b()
         (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     plot_against_drift(summary, out / "group-size.png")
-    (out / "README.md").write_text(readme(summary, settings))
-    print(readme(summary, settings))
+    text = readme(summary, settings)
+    (out / "README.md").write_text(text)
+    print(text)
 
 
 if __name__ == "__main__":

@@ -129,8 +129,9 @@ def main(argv=None):
             args.drift_problems,
         )
     plot(summary, out / "onpolicy.png")
-    (out / "README.md").write_text(readme(summary, settings))
-    print(readme(summary, settings))
+    text = readme(summary, settings)
+    (out / "README.md").write_text(text)
+    print(text)
 
 
 if __name__ == "__main__":
