@@ -80,9 +80,7 @@ def test_the_manifest_lists_exactly_the_shipped_files():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    "name, world", [("tiny", "math"), pytest.param("tiny-length", "length", marks=pytest.mark.slow)]
-)
+@pytest.mark.parametrize("name, world", [("tiny", "math"), ("tiny-length", "length")])
 def test_the_builder_at_a_small_budget_makes_the_shipped_data_and_tokenizer(name, world, tmp_path):
     """`make tiny-rebuild`'s path with 5 SFT steps: the data splits and tokenizer (plain Python and `tokenizers`,
     the same on every CPU) equal the shipped ones byte for byte; the weights of 5 steps are another model, and the
@@ -94,8 +92,8 @@ def test_the_builder_at_a_small_budget_makes_the_shipped_data_and_tokenizer(name
     assert world["built_on"]["cpu"]
     result = compare(out, name)
     built, expected = world_files(out), manifest(name)
-    for name in [n for n in expected if n.startswith(("data/", "model/tokenizer"))]:
-        assert built[name] == expected[name], name
+    for file in [f for f in expected if f.startswith(("data/", "model/tokenizer"))]:
+        assert built[file] == expected[file], file
     assert result["same"] == {"data": True, "tokenizer": True, "model weights": False}
     assert (
         result["held_out_accuracy"]["shipped"]
