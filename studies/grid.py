@@ -181,10 +181,11 @@ def run_grid(
     eval_k: int,
     eval_limit: int | None = None,
     drift_problems: int = DRIFT_PROBLEMS,
+    extra: dict | None = None,
 ):
     """Train every cell with seeds 0..seeds-1, score the base and every adapter on the profile's held-out problems
-    (the first `eval_limit`, default the profile's), and write summary.json and settings.json under `out`; returns
-    both."""
+    (the first `eval_limit`, default the profile's), and write summary.json (with the study's `extra` keys) and
+    settings.json under `out`; returns both."""
     check_grid(cells)
     out.mkdir(parents=True, exist_ok=True)
     start = time.time()
@@ -221,7 +222,7 @@ def run_grid(
         "base": {"sampled_pass1": base["sampled"], "greedy_accuracy": base["greedy"]},
         "cells": [aggregate(cell, records, scores, seeds) for cell in cells],
         "runs": records,
-    }
+    } | (extra or {})
     settings = {
         "study": study,
         "profile": profile,
@@ -329,6 +330,40 @@ def select(cells: list[Cell], names: list[str] | None) -> list[Cell]:
             wanted.add(name)
             name = against[name]
     return [c for c in cells if c.name in wanted]
+
+
+def run_study(
+    args: argparse.Namespace,
+    out: Path,
+    study: str,
+    cells: list[Cell],
+    prompts: int,
+    profile: str | None = None,
+    extra=None,
+) -> tuple[dict, dict]:
+    """A study's summary and settings: with --report the published JSON in `out`, otherwise the grid of the cells
+    named on the command line (all without names) at its budgets; `extra()` gives the study's own summary keys."""
+    if args.report:
+        return read_results(out)
+    profile = profile or args.profile
+    return run_grid(
+        study,
+        profile,
+        select(cells, args.cells),
+        args.seeds,
+        prompts,
+        out,
+        args.eval_k or PROFILES[profile]["eval_k"],
+        args.eval_limit,
+        args.drift_problems,
+        extra() if extra else None,
+    )
+
+
+def publish(out: Path, text: str) -> None:
+    """The study's README, written beside its JSON and printed."""
+    (out / "README.md").write_text(text)
+    print(text)
 
 
 def read_results(out: Path) -> tuple[dict, dict]:

@@ -15,11 +15,8 @@ Writes results/studies/group-size/: summary.json, settings.json, README.md (its 
 group-size.png.
 """
 
-import json
-
-from studies.comparison.runs import PROFILES
 from studies.comparison.versus import points
-from studies.grid import Cell, parse_study, read_results, run_grid, select, study_arguments
+from studies.grid import Cell, parse_study, publish, run_study, study_arguments
 from studies.grid_report import (
     against_reference,
     on_one_gpu,
@@ -187,26 +184,16 @@ def main(argv=None):
     parser = study_arguments(__doc__)
     parser.add_argument("--completions", type=int, default=COMPLETIONS, help="completions per run (k x prompts)")
     args, out = parse_study(parser, "group-size", argv)
-    if args.report:
-        summary, settings = read_results(out)
-    else:
-        summary, settings = run_grid(
-            "group-size",
-            args.profile,
-            select(cells(args.completions), args.cells),
-            args.seeds,
-            args.completions // 8,
-            out,
-            args.eval_k or PROFILES[args.profile]["eval_k"],
-            args.eval_limit,
-            args.drift_problems,
-        )
-        summary["memory_7b_gb"] = memory_at_7b()
-        (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    summary, settings = run_study(
+        args,
+        out,
+        "group-size",
+        cells(args.completions),
+        args.completions // 8,
+        extra=lambda: {"memory_7b_gb": memory_at_7b()},
+    )
     plot_against_drift(summary, out / "group-size.png")
-    text = readme(summary, settings)
-    (out / "README.md").write_text(text)
-    print(text)
+    publish(out, readme(summary, settings))
 
 
 if __name__ == "__main__":

@@ -11,8 +11,7 @@ Usage:
 Writes results/studies/kl/: summary.json, settings.json, README.md (its answer generated from the numbers), kl.png.
 """
 
-from studies.comparison.runs import PROFILES
-from studies.grid import Cell, parse_study, read_results, run_grid, select, study_arguments
+from studies.grid import Cell, parse_study, publish, run_study, study_arguments
 from studies.grid_report import (
     against_reference,
     cell_named,
@@ -114,25 +113,9 @@ def readme(summary: dict, settings: dict) -> str:
 
 def main(argv=None):
     args, out = parse_study(study_arguments(__doc__), "kl", argv)
-    if args.report:
-        summary, settings = read_results(out)
-    else:
-        profile = PROFILES[args.profile]
-        summary, settings = run_grid(
-            "kl",
-            args.profile,
-            select(cells(), args.cells),
-            args.seeds,
-            args.prompts or PROMPTS,
-            out,
-            args.eval_k or profile["eval_k"],
-            args.eval_limit,
-            args.drift_problems,
-        )
+    summary, settings = run_study(args, out, "kl", cells(), args.prompts or PROMPTS)
     plot_against_drift(summary, out / "kl.png")
-    text = readme(summary, settings)
-    (out / "README.md").write_text(text)
-    print(text)
+    publish(out, readme(summary, settings))
 
 
 if __name__ == "__main__":

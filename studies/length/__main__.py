@@ -26,7 +26,7 @@ length.png.
 from pathlib import Path
 
 from studies.comparison.runs import PROFILES
-from studies.grid import Cell, parse_study, read_results, run_grid, select, study_arguments
+from studies.grid import Cell, parse_study, publish, run_study, study_arguments
 from studies.grid_report import against_reference, cell_named, on_one_gpu, provenance, seed_spread, table, versus
 from tasks.shipped import install
 
@@ -163,26 +163,11 @@ def plot(summary: dict, path: Path) -> None:
 def main(argv=None):
     args, out = parse_study(study_arguments(__doc__), "length", argv)
     profile = "tiny-length" if args.profile.startswith("tiny") else args.profile
-    if args.report:
-        summary, settings = read_results(out)
-    else:
-        if profile == "tiny-length":  # the shipped length world, as `make tiny` installs it
-            install("tiny-length", Path(PROFILES[profile]["model_name"]).parent)
-        summary, settings = run_grid(
-            "length",
-            profile,
-            select(cells(), args.cells),
-            args.seeds,
-            args.prompts or PROMPTS,
-            out,
-            args.eval_k or PROFILES[profile]["eval_k"],
-            args.eval_limit,
-            args.drift_problems,
-        )
+    if profile == "tiny-length" and not args.report:  # the shipped length world, as `make tiny` installs it
+        install("tiny-length", Path(PROFILES[profile]["model_name"]).parent)
+    summary, settings = run_study(args, out, "length", cells(), args.prompts or PROMPTS, profile)
     plot(summary, out / "length.png")
-    text = readme(summary, settings)
-    (out / "README.md").write_text(text)
-    print(text)
+    publish(out, readme(summary, settings))
 
 
 if __name__ == "__main__":

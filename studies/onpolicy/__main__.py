@@ -19,8 +19,7 @@ onpolicy.png.
 
 from pathlib import Path
 
-from studies.comparison.runs import PROFILES
-from studies.grid import Cell, parse_study, read_results, run_grid, select, study_arguments
+from studies.grid import Cell, parse_study, publish, run_study, study_arguments
 from studies.grid_report import against_reference, on_one_gpu, provenance, seed_spread, table, versus
 
 ROUNDS = 4
@@ -112,26 +111,11 @@ def main(argv=None):
     parser = study_arguments(__doc__)
     parser.add_argument("--rounds", type=int, default=ROUNDS, help="on-policy rounds")
     args, out = parse_study(parser, "onpolicy", argv)
-    if args.report:
-        summary, settings = read_results(out)
-    else:
-        if args.rounds < 2:
-            raise SystemExit(f"--rounds {args.rounds}: on-policy needs at least 2 rounds")
-        summary, settings = run_grid(
-            "onpolicy",
-            args.profile,
-            select(cells(args.rounds), args.cells),
-            args.seeds,
-            args.prompts or PROMPTS,
-            out,
-            args.eval_k or PROFILES[args.profile]["eval_k"],
-            args.eval_limit,
-            args.drift_problems,
-        )
+    if args.rounds < 2 and not args.report:
+        raise SystemExit(f"--rounds {args.rounds}: on-policy needs at least 2 rounds")
+    summary, settings = run_study(args, out, "onpolicy", cells(args.rounds), args.prompts or PROMPTS)
     plot(summary, out / "onpolicy.png")
-    text = readme(summary, settings)
-    (out / "README.md").write_text(text)
-    print(text)
+    publish(out, readme(summary, settings))
 
 
 if __name__ == "__main__":

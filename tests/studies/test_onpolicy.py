@@ -29,6 +29,14 @@ def test_each_on_policy_cell_is_compared_with_its_offline_one_and_grpo_with_on_p
     assert [c.rounds for c in grid] == [1, 4, 1, 4, 1]
 
 
+def test_one_round_is_refused_in_one_line_before_anything_trains(tmp_path):
+    from studies.onpolicy.__main__ import main
+
+    with pytest.raises(SystemExit, match="--rounds 1: on-policy needs at least 2 rounds"):
+        main(["--rounds", "1", "--out", str(tmp_path / "onpolicy")])
+    assert not (tmp_path / "onpolicy").exists()
+
+
 @pytest.mark.slow
 def test_a_tiny_study_trains_offline_and_in_rounds_and_generates_its_readme(tiny_world, tmp_path):
     out = tmp_path / "onpolicy"

@@ -5,6 +5,7 @@ generated from the same numbers."""
 
 import importlib
 import json
+import shutil
 
 import pytest
 
@@ -30,6 +31,23 @@ def test_each_published_readme_is_generated_from_its_json(study):
         seeds = [r for r in summary["runs"] if r["cell"] == cell["cell"]]
         assert len(seeds) == settings["seeds"], cell["cell"]
     assert list((RESULTS / study).glob("*.png"))
+
+
+@pytest.mark.parametrize("study", sorted(STUDIES))
+def test_report_rewrites_the_readme_and_plot_from_a_copy_of_the_published_json_alone(study, tmp_path, capsys):
+    """`python -m studies.<study> --report` trains nothing: from summary.json and settings.json alone it writes the
+    README (the published one, byte for byte) and the plot, and prints the README."""
+    folder = tmp_path / study
+    folder.mkdir()
+    for name in ("summary.json", "settings.json"):
+        shutil.copy(RESULTS / study / name, folder / name)
+    importlib.import_module(f"studies.{STUDIES[study]}.__main__").main(["--report", "--out", str(folder)])
+    readme = (RESULTS / study / "README.md").read_text()
+    assert (folder / "README.md").read_text() == readme and readme in capsys.readouterr().out
+    assert sorted(p.name for p in folder.glob("*.png")) == sorted(p.name for p in (RESULTS / study).glob("*.png"))
+    assert sorted(p.name for p in folder.iterdir()) == sorted(
+        ["README.md", "settings.json", "summary.json"] + [p.name for p in folder.glob("*.png")]
+    )
 
 
 def test_the_main_readme_gives_each_study_s_answer_from_its_json():
