@@ -11,6 +11,7 @@ from core.distributed import describe, engine_record
 from core.metrics import REWARD_KEYS, first_last, is_number, numbers_of, read_metrics
 from core.plots import plot_runs
 from core.storage import write_text_whole, writing
+from core.tasks import TASKS
 from core.verdict import describe as describe_verdict
 from core.verdict import verdict
 
@@ -26,13 +27,6 @@ PROFILE_TASKS = {
     "tiny-length": "tiny-length",
     "7b": "gsm8k",
     "7b-code": "mbpp",
-}
-TASK_VERIFIERS = {
-    "tiny": "math_accuracy",
-    "tiny-length": "math_accuracy",
-    "gsm8k": "math_accuracy",
-    "tiny-code": "code_tests",
-    "mbpp": "code_tests",
 }
 # What to check when training had no signal.
 NO_SIGNAL_CAUSES = (
@@ -64,7 +58,7 @@ def eval_command(
     dataset = getattr(script_args, "dataset_name", None)
     own = heldout if heldout and heldout["task"].startswith("rewards:") else None  # the rows held out, scored alike
     built_in = not names or (
-        TASK_VERIFIERS.get(task) in names and all("." not in n for n in names) and dataset == shipped_data
+        TASKS[task].verifier in names and all("." not in n for n in names) and dataset == shipped_data
     )
     if built_in and not own:
         if heldout and heldout["task"] == task:  # the problems and the base the run's held-out numbers came from
@@ -139,7 +133,7 @@ def finish_run(
     first, last = first_last(curve)
     per_reward = reward_curves(rows)
     reasons = no_signal(rows, method)
-    judged = verdict(out, rows, method, key)
+    judged = verdict(out, rows, method, key, getattr(script_args, "reward_funcs", None))
     heldout_path = out / "heldout" / "settings.json"
     heldout = json.loads(heldout_path.read_text()) if heldout_path.is_file() else None
     four_bit = bool(getattr(getattr(trainer.model, "policy", trainer.model), "is_loaded_in_4bit", False))

@@ -29,6 +29,11 @@ class Task:
     max_new_tokens: int = 512
     notes: dict = field(default_factory=dict)
 
+    @property
+    def verifier(self) -> str:
+        """The reward that scores this task's answers (in training and evaluation alike)."""
+        return "math_accuracy" if self.kind == "math" else "code_tests"
+
     def messages(self, row: dict) -> list[dict]:
         messages = [{"role": "system", "content": self.system_prompt}] if self.system_prompt else []
         return messages + [{"role": "user", "content": self.template.format(**row)}]

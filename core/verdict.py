@@ -8,6 +8,7 @@ from pathlib import Path
 
 from core.metrics import is_number
 from core.stats import paired_difference, t95
+from core.tasks import TASKS
 
 # Completions' mean length changed by more than this share of its start, or more than CLIPPED of them hit the budget.
 LENGTH_CHANGE = 0.5
@@ -42,6 +43,33 @@ def trend(curve: list[tuple[int, float]]) -> dict | None:
     span = xs[-1] - xs[0]
     half = t95(n - 2) * stderr * span
     return {"change": slope * span, "ci95": [slope * span - half, slope * span + half], "n": n}
+
+
+def rose(signal: dict | None) -> bool:
+    """A trend whose whole 95% interval is above zero."""
+    return bool(signal) and signal["ci95"][0] > 0
+
+
+def reward_trends(rows: list[dict]) -> dict[str, dict | None]:
+    """Each reward's own trend, where the trainer logs them apart (GRPO: `rewards/<name>/mean`)."""
+    keys = dict.fromkeys(k for row in rows for k in row if k.startswith("rewards/") and k.endswith("/mean"))
+    return {
+        key.removeprefix("rewards/").removesuffix("/mean"): trend(
+            [(row["step"], row[key]) for row in rows if is_number(row.get(key))]
+        )
+        for key in keys
+    }
+
+
+def scorers(out: Path) -> set[str]:
+    """The rewards that score the run's held-out problems: its own task's rewards, or the built-in task's verifier
+    (empty without held-out settings)."""
+    path = out / "heldout" / "settings.json"
+    settings = json.loads(path.read_text()) if path.is_file() else {}
+    if settings.get("rewards"):
+        return set(settings["rewards"])
+    task = TASKS.get(settings.get("task"))
+    return {task.verifier} if task else set()
 
 
 def _records(out: Path, step: int) -> dict[int, float]:
@@ -79,8 +107,9 @@ def _sampled_change(out: Path, first: dict, last: dict) -> dict | None:
     }
 
 
-def verdict(out: Path, rows: list[dict], method: str, signal_key: str) -> dict:
-    """{heldout, trend, drift, checks} of a run folder (heldout None without held-out evaluations)."""
+def verdict(out: Path, rows: list[dict], method: str, signal_key: str, reward_names=None) -> dict:
+    """{heldout, trend, drift, checks} of a run folder (heldout None without held-out evaluations); `reward_names`:
+    the rewards it trained on (default: those it logged apart)."""
     curve = [(row["step"], row[signal_key]) for row in rows if is_number(row.get(signal_key))]
     signal = trend(curve)
     evals = [row for row in rows if is_number(row.get("heldout/accuracy"))]
@@ -103,11 +132,26 @@ def verdict(out: Path, rows: list[dict], method: str, signal_key: str) -> dict:
     }
     drift["kl"] = last.get("heldout/kl")
     result["drift"] = drift
-    result["checks"] = checks(method, signal, paired, drift, len(evals) > 1 and last["step"] > first["step"])
+    rewards = reward_trends(rows)
+    trained = len(evals) > 1 and last["step"] > first["step"]
+    result["checks"] = checks(
+        method, signal, paired, drift, trained, rewards, list(reward_names or rewards), scorers(out)
+    )
     return result
 
 
-def checks(method: str, signal: dict | None, paired: dict | None, drift: dict, trained: bool) -> list[dict]:
+def checks(
+    method: str,
+    signal: dict | None,
+    paired: dict | None,
+    drift: dict,
+    trained: bool,
+    rewards: dict | None = None,
+    reward_names=(),
+    scored_by=frozenset(),
+) -> list[dict]:
+    """The named warnings. `rewards`: each reward's own trend; `reward_names`: the rewards trained on; `scored_by`:
+    the rewards that score the held-out problems."""
     found = []
     if not trained:
         return found
@@ -116,14 +160,44 @@ def checks(method: str, signal: dict | None, paired: dict | None, drift: dict, t
         if paired
         else "held-out accuracy not compared"
     )
-    if method in TASK_REWARD_METHODS and signal and signal["ci95"][0] > 0 and paired and paired["ci95"][0] <= 0:
+    if method in TASK_REWARD_METHODS and rose(signal) and paired and paired["ci95"][0] <= 0:
+        risen = [name for name, own in (rewards or {}).items() if rose(own)]
+        rising = (
+            f"the training reward rose {signal['change']:+.3f} [{signal['ci95'][0]:+.3f}, {signal['ci95'][1]:+.3f}]"
+        )
+        # a reward named by its module path (`my_rewards.fn`) is logged by its function's name
+        scorer_names = {name.rsplit(".", 1)[-1] for name in scored_by}
+        others = [name for name in (risen or reward_names) if name.rsplit(".", 1)[-1] not in scorer_names]
+        if scored_by and reward_names and not others:
+            # the reward that rose is the one the held-out problems are scored by: it cannot pay for anything else
+            found.append(
+                {
+                    "name": "no held-out gain",
+                    "evidence": f"{rising} with {', '.join(risen or reward_names)}, the verifier that scores the "
+                    f"held-out problems, while {held_out}",
+                    "fix": "the gain stayed on the training prompts: train on more prompts (or fewer passes over "
+                    "them), or score more held-out problems (heldout_limit) to tell a small gain from none",
+                }
+            )
+        else:
+            which = f"; rose: {', '.join(risen)}" if risen else f"; trained on {', '.join(reward_names)}"
+            named = f"{which}; held-out scored by {', '.join(sorted(scored_by))}" if scored_by and others else ""
+            found.append(
+                {
+                    "name": "reward hacking",
+                    "evidence": f"{rising}{named} while {held_out}",
+                    "fix": "the reward pays for something other than the task: score real output with make score, "
+                    "then fix or reweight the reward (or add math_accuracy / code_tests to it)",
+                }
+            )
+    if paired and paired["ci95"][1] < 0:
         found.append(
             {
-                "name": "reward hacking",
-                "evidence": f"the training reward rose {signal['change']:+.3f} [{signal['ci95'][0]:+.3f}, "
-                f"{signal['ci95'][1]:+.3f}] while {held_out}",
-                "fix": "the reward pays for something other than the task: score real output with make score, "
-                "then fix or reweight the reward (or add math_accuracy / code_tests to it)",
+                "name": "held-out fell",
+                "evidence": f"{held_out}: below zero across its 95% interval",
+                "fix": "training made the model worse on problems it did not see: lower the learning rate or train "
+                "fewer steps, hold the policy near its start (beta > 0 for GRPO and DPO, kl_coef for PPO), and "
+                "check the reward on real output with make score",
             }
         )
     (length_start, length_end), (_, clipped_end) = drift["length"], drift["clipped"]

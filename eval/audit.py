@@ -74,11 +74,12 @@ def audit(run: str | Path, task: str | None = None, data: str | None = None, lim
     method = summary["method"]
     rows = read_metrics(run)
     training = [row for row in rows if "heldout/accuracy" not in row]
+    trained_on = config.get("reward_funcs")
     if len(training) < len(rows) and not task and not data:  # the run evaluated held-out problems itself
-        judged, folder, source = verdict(run, rows, method, REWARD_KEYS[method]), run, "the run's own"
+        judged, folder, source = verdict(run, rows, method, REWARD_KEYS[method], trained_on), run, "the run's own"
     else:
         folder = measure(run, summary, config, task_of(run, config, task), data, limit)
-        judged = verdict(folder, training + read_metrics(folder), method, REWARD_KEYS[method])
+        judged = verdict(folder, training + read_metrics(folder), method, REWARD_KEYS[method], trained_on)
         source = "measured now"
         (folder / "verdict.json").write_text(json.dumps(judged, indent=2) + "\n")
     settings = json.loads((folder / "heldout" / "settings.json").read_text())

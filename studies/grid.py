@@ -35,7 +35,8 @@ from studies.comparison.runs import (
 )
 
 # The runs' own held-out evaluation, at their start and end: the drift (KL from the start, entropy, length) and the
-# checks (reward hacking, length drift, drift from the start, entropy collapse) of every run.
+# checks (reward hacking, no held-out gain, held-out fell, length drift, drift from the start, entropy collapse) of
+# every run.
 DRIFT_PROBLEMS = 100
 
 

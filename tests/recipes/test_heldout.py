@@ -129,7 +129,8 @@ def test_a_proxy_reward_that_rises_while_held_out_falls_is_named_reward_hacking(
     # the push moved the policy far from its start too (0.84 nats/token on an AVX512-BF16 CPU): that check fires
     # beside it; so may the others where the proxy changed the answers' length or spread (length drift did there)
     names = [check["name"] for check in verdict["checks"]]
-    assert names[0] == "reward hacking" and "drift from the start" in names
+    assert names[:2] == ["reward hacking", "held-out fell"] and "drift from the start" in names
+    assert "; rose: even_answer; held-out scored by math_accuracy while held-out accuracy -" in printed
     assert "  warning: reward hacking: the training reward rose +" in printed
     assert "while held-out accuracy -" in printed
 
