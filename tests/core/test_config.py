@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from tests.conftest import REPO_ROOT
+from tests.conftest import REPO_ROOT, entry_point_error
 
 
 def run(*args: str, config: str = "recipes/configs/tiny/grpo.yaml", module: str = "recipes.grpo"):
@@ -37,9 +37,15 @@ def run(*args: str, config: str = "recipes/configs/tiny/grpo.yaml", module: str 
     ],
 )
 def test_bad_settings_are_one_line_before_any_model_loads(tiny_world, args, message):
-    result = run(*args, "--output_dir", "/nonexistent/never-written")
+    config = "recipes/configs/tiny/grpo.yaml"
+    error = entry_point_error("recipes.grpo", "--config", config, *args, "--output_dir", "/nonexistent/never-written")
+    assert error.startswith(message) and "\n" not in error, error
+
+
+def test_a_bad_setting_ends_the_process_in_one_line_without_a_traceback(tiny_world):
+    result = run("--learning_rate", "0", "--output_dir", "/nonexistent/never-written")
     assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr[-2000:]
-    assert result.stderr.strip().splitlines()[-1].startswith(message)
+    assert result.stderr.strip().splitlines()[-1] == "error: learning_rate 0 (from the command line) must be > 0"
 
 
 def test_a_yaml_value_is_named_with_its_file(tiny_world, tmp_path):
@@ -47,39 +53,23 @@ def test_a_yaml_value_is_named_with_its_file(tiny_world, tmp_path):
     config.write_text(
         (REPO_ROOT / "recipes/configs/tiny/dpo.yaml").read_text().replace("learning_rate:", "learning_rate: 0.0 #")
     )
-    result = run(config=str(config), module="recipes.dpo")
-    assert result.stderr.strip().splitlines()[-1] == f"error: learning_rate 0 (from {config}) must be > 0"
+    error = entry_point_error("recipes.dpo", "--config", str(config))
+    assert error == f"error: learning_rate 0 (from {config}) must be > 0"
 
 
 def test_an_adapter_is_not_a_base_model_and_eval_names_a_missing_adapter(tiny_world, tmp_path):
     adapter = tmp_path / "run"
     (adapter / "checkpoint-4").mkdir(parents=True)
     (adapter / "checkpoint-4" / "adapter_config.json").write_text("{}")
-    result = run("--model_name_or_path", str(adapter / "checkpoint-4"))
-    assert (
-        result.stderr.strip()
-        .splitlines()[-1]
-        .endswith("is a LoRA adapter, not a base model: give the base model it was trained on")
+    config = "recipes/configs/tiny/grpo.yaml"
+    error = entry_point_error(
+        "recipes.grpo", "--config", config, "--model_name_or_path", str(adapter / "checkpoint-4")
     )
-    evaluated = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "eval.run",
-            "--model",
-            "artifacts/tiny/model",
-            "--task",
-            "tiny",
-            "--adapter",
-            str(adapter),
-        ],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
+    assert error.endswith("is a LoRA adapter, not a base model: give the base model it was trained on")
+    evaluated = entry_point_error(
+        "eval.run", "--model", "artifacts/tiny/model", "--task", "tiny", "--adapter", f"{adapter}"
     )
-    assert evaluated.returncode == 1 and "Traceback" not in evaluated.stderr
-    assert evaluated.stderr.strip().splitlines()[-1] == (
+    assert evaluated == (
         f"error: adapter {adapter} holds no adapter_config.json: not a LoRA adapter folder; its checkpoints hold "
         f"adapters: {adapter / 'checkpoint-4'}"
     )

@@ -10,7 +10,7 @@ import pytest
 from core.data import fit_prompt_list, load_data
 from core.errors import DataError
 from core.models import load_tokenizer
-from tests.conftest import REPO_ROOT
+from tests.conftest import REPO_ROOT, entry_point_error
 
 GOOD = {"question": "Ana has 12 coins. Ana gets 30 more. How many coins does Ana have now?", "answer": "#### 42"}
 BAD_FILES = {
@@ -89,10 +89,7 @@ def test_long_prompts_are_refused_with_their_rows_or_cut_to_fit(tiny_world):
 )
 def test_every_entry_point_refuses_bad_data_in_one_line_before_a_model_loads(tiny_world, files, module, args):
     for name in ("malformed.jsonl", "null_gold.jsonl", "long.jsonl"):
-        command = [
-            sys.executable,
-            "-m",
-            module,
+        argv = [
             *[str(files / name) if a == "FILE" else a for a in args],
             *(
                 ["--output_dir", str(files / "never")]
@@ -102,9 +99,7 @@ def test_every_entry_point_refuses_bad_data_in_one_line_before_a_model_loads(tin
                 else ["--out", str(files / "x")]
             ),
         ]
-        result = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
-        assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr[-2000:]
-        last = result.stderr.strip().splitlines()[-1]
+        last = entry_point_error(module, *argv)
         if name == "long.jsonl":  # the room left for the completion differs by recipe
             assert "long.jsonl: 1 prompt(s) longer than the " in last and "row 2 (1" in last, last
         else:

@@ -19,7 +19,7 @@ from core.errors import UserError
 from core.logprob_trainers import check_logprobs, with_logprobs
 from core.models import model_kwargs
 from rewards import get_reward_funcs
-from tests.conftest import REPO_ROOT
+from tests.conftest import REPO_ROOT, entry_point_error
 
 QWEN_VOCAB = 152_064
 FP32_TOLERANCE = 1e-5
@@ -205,15 +205,11 @@ def test_check_logprobs_refuses_what_it_does_not_implement():
 
 @pytest.mark.parametrize("method", ["grpo", "ppo", "dpo", "orpo"])
 def test_recipes_refuse_a_bad_logprobs_value_before_loading(method, tmp_path):
-    result = subprocess.run(
-        [sys.executable, "-m", f"recipes.{method}", "--config", f"recipes/configs/tiny/{method}.yaml"]
-        + ["--logprobs", "fast", "--output_dir", str(tmp_path / "run")],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
+    config = f"recipes/configs/tiny/{method}.yaml"
+    error = entry_point_error(
+        f"recipes.{method}", "--config", config, "--logprobs", "fast", "--output_dir", f"{tmp_path}/run"
     )
-    assert result.returncode == 1
-    assert "error: logprobs: 'fast' is not one of full, chunked" in result.stderr, result.stderr[-2000:]
+    assert error.startswith("error: logprobs: 'fast' is not one of full, chunked"), error
     assert not (tmp_path / "run").exists()  # refused before any folder, data or model
 
 

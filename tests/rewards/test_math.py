@@ -8,7 +8,7 @@ import pytest
 
 from rewards.math import check_answers, extract_answer_span, math_accuracy, unparseable_golds
 from studies.bench_rewards import answer_agreement
-from tests.conftest import REPO_ROOT
+from tests.conftest import REPO_ROOT, entry_point_error
 
 CASES = [  # completion, gold, expected
     ("The answer is 72.", "72", 1.0),
@@ -227,31 +227,23 @@ def test_make_score_reports_unparseable_golds(tmp_path):
     assert "math_accuracy: mean 0.500 over 2/3" in out
 
 
-def test_recipes_report_unparseable_golds_before_loading_a_model(tiny_world, tmp_path):
+def test_recipes_report_unparseable_golds_before_loading_a_model(tiny_world, tmp_path, capsys):
     (tmp_path / "run").mkdir()
     (tmp_path / "run" / "notes.txt").write_text("another run's")  # refused after the data checks, before any model
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "recipes.grpo",
-            "--config",
-            "recipes/configs/tiny/grpo.yaml",
-            "--dataset_name",
-            str(bad_gold_rows(tmp_path, False)),
-            "--output_dir",
-            str(tmp_path / "run"),
-        ],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
+    error = entry_point_error(
+        "recipes.grpo",
+        "--config",
+        "recipes/configs/tiny/grpo.yaml",
+        "--dataset_name",
+        str(bad_gold_rows(tmp_path, False)),
+        "--output_dir",
+        str(tmp_path / "run"),
     )
-    assert result.returncode != 0 and "already holds another run's files" in result.stderr
+    assert "already holds another run's files" in error
     assert (
         f"warning: 1 of 3 gold answers in {tmp_path / 'data.jsonl'} (column 'answer') cannot be parsed; "
         "math_accuracy scores their samples None (left out of the reward): row 1: 'not given'"
-    ) in result.stdout
+    ) in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(
