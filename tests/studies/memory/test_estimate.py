@@ -3,7 +3,6 @@ and its command-line JSON interface on the shipped 7B config (offline)."""
 
 import dataclasses
 import json
-import subprocess
 import sys
 
 import pytest
@@ -24,7 +23,7 @@ from studies.memory.estimate import (
     quantized_bytes,
 )
 from studies.memory.tables import estimate_table
-from tests.conftest import REPO_ROOT
+from tests.conftest import REPO_ROOT, entry_point_error
 
 # 2 layers, hidden 64, MLP 128, 4 query heads and 2 KV heads of 16, vocabulary 100, untied lm_head.
 SMALL = {
@@ -182,16 +181,12 @@ def test_weight_figure_matches_a_real_4bit_load(tmp_path, nested):
     assert abs(estimated - measured) / measured < 0.02, (estimated, measured)
 
 
-def test_json_interface_on_the_shipped_7b_config():
-    result = subprocess.run(
-        [sys.executable, "-m", "studies.memory.estimate", "--model", "qwen2.5-7b", "--json"],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert result.returncode == 0, result.stderr[-2000:]
-    report = json.loads(result.stdout)
+def test_json_interface_on_the_shipped_7b_config(capsys, monkeypatch):
+    from studies.memory.estimate import main
+
+    monkeypatch.setattr(sys, "excepthook", sys.excepthook)  # main installs the one-line hook
+    main(["--model", "qwen2.5-7b", "--json"])
+    report = json.loads(capsys.readouterr().out)
     assert set(report) == {"grpo", "ppo", "dpo", "orpo"}
     for method, components in report.items():
         assert components["total_gb"] >= components["weights_gb"] > 0, method
@@ -202,12 +197,5 @@ def test_json_interface_on_the_shipped_7b_config():
 
 
 def test_unknown_model_file_fails_clearly():
-    result = subprocess.run(
-        [sys.executable, "-m", "studies.memory.estimate", "--model", "no/such/config.json", "--json"],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert result.returncode != 0
-    assert "no/such/config.json" in result.stderr
+    error = entry_point_error("studies.memory.estimate", "--model", "no/such/config.json", "--json")
+    assert error.startswith("--model no/such/config.json: no such config file"), error
