@@ -80,6 +80,7 @@ def compare(model, dtype, tmp_path, tolerance, policy_loss=True):
     return full, chunked
 
 
+@pytest.mark.slow  # two PPO processes (~33 s): make test-fast keeps the PPO recipe's own two-step test
 def test_one_update_equals_trls_on_the_tiny_model(tiny_world, tmp_path):
     # 1e-5 held on the shipped seed's world on three CPUs; a world built from another seed gave 1.3e-5 on one LoRA
     # tensor (fp32 sums in another order): the tolerance must not depend on which world the CPU builds
