@@ -98,7 +98,8 @@ def entry_point_error(module: str, *argv: str) -> str:
             return stop.code
         raise
     finally:
-        (sys.argv, sys.excepthook), _ = saved, os.chdir(cwd)
+        sys.argv, sys.excepthook = saved
+        os.chdir(cwd)
     raise AssertionError(f"python -m {module} {' '.join(argv)}: no error")
 
 
