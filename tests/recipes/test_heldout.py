@@ -33,16 +33,16 @@ def even_answer(completions, **kwargs):
 '''
 
 
-def push(tmp_path, reward: str, steps: int, *heldout: str) -> dict:
+def push(tmp_path, reward: str, steps: int, *flags: str) -> dict:
     """The verdict of a fast push (learning rate 2e-3, a row every 2 steps) of the shipped GRPO config towards
-    `reward` alone, evaluated on held-out problems as `heldout` says."""
+    `reward` alone, evaluated on held-out problems (and in the precision) that `flags` say."""
     out = tmp_path / "run"
     run_recipe(
         grpo,
         CONFIG,
         *("--reward_funcs", reward, "--output_dir", str(out)),
         *("--max_steps", str(steps), "--learning_rate", "2e-3", "--logging_steps", "2"),
-        *heldout,
+        *flags,
     )
     return json.loads((out / "summary.json").read_text())["verdict"]
 
@@ -137,10 +137,16 @@ def test_a_proxy_reward_that_rises_while_held_out_falls_is_named_reward_hacking(
 
 @pytest.mark.slow
 def test_a_reward_that_pays_for_length_is_named_length_drift(tiny_world, tmp_path, capsys):
-    """A reward for characters: the policy stops ending its answers (on an AVX512-BF16 CPU held-out completions went
-    from 49 to 93 tokens, 92% cut at the budget, held-out accuracy 68% -> 2%)."""
+    """A reward for characters: the policy stops ending its answers. The push is about the verdict, not the 4-bit
+    path, so it runs in full precision, and long enough that the change has happened on every CPU: it comes
+    suddenly, and where it comes depends on the CPU's last bits. In 4-bit, 24 steps left an AVX512-BF16 CPU at 93
+    held-out tokens (92% cut at the budget) and an AVX2 one at 53 (none cut). In full precision, at 24 / 32 steps:
+    67 / 96 tokens (34% / 98% cut) on AVX512-BF16, 74 / 89 (48% / 84%) with AVX2 kernels (docs/test-suite.md)."""
     verdict = push(
-        tmp_path, "tests.recipes.reward_probes.longer", 24, "--heldout_task", "tiny", "--heldout_limit", "50"
+        tmp_path,
+        "tests.recipes.reward_probes.longer",
+        32,
+        *("--heldout_task", "tiny", "--heldout_limit", "50", "--load_in_4bit", "false"),
     )
     printed = capsys.readouterr().out
     (length_before, length_after), (_, clipped_after) = verdict["drift"]["length"], verdict["drift"]["clipped"]
