@@ -36,7 +36,7 @@ Components, in GB (2**30 bytes), per process:
                     and activations + logits without
 Validated against the live-tensor peak of the real recipes (make bench-memory, results/memory/validation.json):
 bf16 compute, at two model sizes, checkpointing on and off. For fp32 compute the counts are the same tensors at 4
-bytes, which is not separately validated.
+bytes: at Qwen2.5's vocabulary within 1.4% (`--dtype float32`; the test runs it where a CPU has no bf16 matmul).
 What the estimate leaves out: the CUDA context (~0.5 GB, not counted by torch.cuda.max_memory_allocated), allocator
 fragmentation, and a vLLM server's memory. "fits" adds 10% + 0.5 GB to the total for those.
 """

@@ -125,6 +125,7 @@ def run_args(
     checkpointing: bool,
     logprobs: str = "full",
     metered: bool = True,
+    dtype: str = "bfloat16",
 ) -> list[str]:
     data = work / ("pairs.jsonl" if method in ("dpo", "orpo") else "prompts.jsonl")
     args = [
@@ -152,6 +153,10 @@ def run_args(
         str(metered).lower(),
         "--logprobs",
         logprobs,
+        "--dtype",
+        dtype,
+        "--bf16",
+        str(dtype == "bfloat16").lower(),
     ]
     if method == "grpo":
         args += ["--max_completion_length", str(COMPLETION_TOKENS)]
@@ -181,7 +186,7 @@ def with_pair_lengths(settings, lengths: dict):
     )
 
 
-def estimator_settings(method: str, lengths: dict, checkpointing: bool, logprobs: str):
+def estimator_settings(method: str, lengths: dict, checkpointing: bool, logprobs: str, dtype: str = "bfloat16"):
     """The estimator's view of exactly what the run does: the 7B config as `make estimate` reads it, with this
     benchmark's overrides and the runs' exact lengths."""
     config = REPO_ROOT / "recipes" / "configs" / "7b" / f"{method}.yaml"
@@ -189,6 +194,7 @@ def estimator_settings(method: str, lengths: dict, checkpointing: bool, logprobs
         settings_from_config(method, config, lengths["prompt"]),
         gradient_checkpointing=checkpointing,
         logprobs=logprobs,
+        dtype=dtype,
     )
     if method == "grpo":
         return dataclasses.replace(
@@ -244,7 +250,7 @@ def with_estimate(record: dict, arch=None) -> dict:
     return record
 
 
-def measure(size: str, methods, checkpointing_modes, logprobs_modes, work: Path) -> list[dict]:
+def measure(size: str, methods, checkpointing_modes, logprobs_modes, work: Path, dtype: str = "bfloat16") -> list[dict]:
     hidden, layers, vocab = SIZES[size]
     model_dir = work / f"model-{size}"
     config = build_model(model_dir, hidden, layers, vocab)
@@ -257,8 +263,8 @@ def measure(size: str, methods, checkpointing_modes, logprobs_modes, work: Path)
     for logprobs, checkpointing, method in plan:
         run_dir = work / f"{size}-{method}-{logprobs}-{'ckpt' if checkpointing else 'nockpt'}"
         start = time.time()
-        cost = run_recipe(method, model_dir, work, run_dir, checkpointing, logprobs=logprobs)
-        settings = estimator_settings(method, lengths, checkpointing, logprobs)
+        cost = run_recipe(method, model_dir, work, run_dir, checkpointing, logprobs=logprobs, dtype=dtype)
+        settings = estimator_settings(method, lengths, checkpointing, logprobs, dtype)
         measured = cost["tensor_mb"]
         record = {
             "method": method,
@@ -343,6 +349,12 @@ def main(argv=None):
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
     parser.add_argument("--checkpointing", nargs="+", default=["on", "off"], choices=["on", "off"])
     parser.add_argument("--logprobs", nargs="+", default=["full", "chunked"], choices=["full", "chunked"])
+    parser.add_argument(
+        "--dtype",
+        default="bfloat16",
+        choices=["bfloat16", "float32"],
+        help="compute dtype (the 7B configs': bfloat16; float32 where the CPU has no native bf16 matmul)",
+    )
     parser.add_argument("--out", default="results/bench/memory")
     parser.add_argument("--publish", action="store_true", help=f"also write {PUBLISHED.relative_to(REPO_ROOT)}")
     parser.add_argument(
@@ -375,7 +387,8 @@ def main(argv=None):
     out.mkdir(parents=True, exist_ok=True)
     records = []
     for size in args.sizes:
-        records += measure(size, args.methods, [mode == "on" for mode in args.checkpointing], args.logprobs, out)
+        checkpointing = [mode == "on" for mode in args.checkpointing]
+        records += measure(size, args.methods, checkpointing, args.logprobs, out, args.dtype)
     text = json.dumps(records, indent=2) + "\n"
     (out / "validation.json").write_text(text)
     if args.publish:
