@@ -250,7 +250,9 @@ def with_estimate(record: dict, arch=None) -> dict:
     return record
 
 
-def measure(size: str, methods, checkpointing_modes, logprobs_modes, work: Path, dtype: str = "bfloat16") -> list[dict]:
+def measure(
+    size: str, methods, checkpointing_modes, logprobs_modes, work: Path, dtype: str = "bfloat16"
+) -> list[dict]:
     hidden, layers, vocab = SIZES[size]
     model_dir = work / f"model-{size}"
     config = build_model(model_dir, hidden, layers, vocab)
