@@ -27,7 +27,17 @@ export TORCH_EXTENSIONS_DIR ?= $(abspath $(VENV))/torch_extensions
 ##@ RUN="dir [dir]"     plot, audit: run folders; A=results.json B=results.json: eval-compare
 ##@ SEEDS=5             compare: seeds per method (the published tables' 5)
 ##@ TEST_WORKERS=0      test, test-fast: parallel pytest workers (0: one process)
+##@ CPU=avx2            any target as an AVX2-only CPU runs it, on an AVX-512 machine (docs/test-suite.md)
 ##@ GPU_GB=24 SEQ=n     estimate: GPU size to check against, scored tokens per sequence
+# CPU=avx2: PyTorch's, oneDNN's and MKL's kernels capped at AVX2 and bitsandbytes' AVX512-BF16 check answering no
+# (.ci/avx2), for every process a target starts. It reproduced an AVX2-only CPU's numbers to the digit where they
+# differ from AVX-512 ones; its times are this machine's, not that CPU's.
+ifeq ($(CPU),avx2)
+export PYTHONPATH := $(abspath .ci/avx2)$(if $(PYTHONPATH),:$(PYTHONPATH))
+export ATEN_CPU_CAPABILITY := avx2
+export ONEDNN_MAX_CPU_ISA := AVX2
+export MKL_ENABLE_INSTRUCTIONS := AVX2
+endif
 PROFILE ?= tiny
 CONFIG ?=
 ARGS ?=

@@ -90,3 +90,16 @@ def test_an_own_config_builds_a_tiny_world_only_when_it_names_one(tmp_path):
     planned = make("-n", "-B", "dpo", f"CONFIG={tiny}").stdout
     assert "tasks.shipped --world tiny-code" in planned and "recipes/configs/tiny-code/pairs.yaml" in planned
     assert "tasks.shipped --world tiny " not in planned
+
+
+def test_cpu_avx2_runs_every_process_as_an_avx2_only_cpu_would():
+    """`CPU=avx2`: the processes a target starts see PyTorch capped at AVX2, no bf16 matmul in oneDNN, and
+    bitsandbytes answering that the CPU has no AVX512-BF16 (which picks its fused 4-bit path)."""
+    probe = (
+        "import torch, bitsandbytes.functional as F; "
+        "print(torch.backends.cpu.get_cpu_capability(), torch.ops.mkldnn._is_mkldnn_bf16_supported(), "
+        "F.has_avx512bf16())"
+    )
+    result = make("CPU=avx2", "--eval", f"probe: ; @$(PY) -c '{probe}'", "probe")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.split() == ["AVX2", "False", "False"]
