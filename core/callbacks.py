@@ -213,9 +213,10 @@ class CostMeter(TrainerCallback):
         # ZeRO-3 leaves each rank a partition of every parameter (ds_tensor) and the full size in ds_numel
         self.trainable = sum(getattr(p, "ds_numel", p.numel()) for p in trainable) if model else None
         self.trainable_held = sum(p.ds_tensor.numel() if hasattr(p, "ds_tensor") else p.numel() for p in trainable)
-        # a loaded base model carries its quantizer; PEFT wrappers only forward the attribute lookups
+        # networks with a head (a policy, PPO's critic): a backbone is its own base_model, and PEFT's wrappers are
+        # not PreTrainedModels; in 4-bit or full precision alike
         self.bases = (
-            sum(1 for m in model.modules() if isinstance(m, PreTrainedModel) and getattr(m, "hf_quantizer", None))
+            sum(1 for m in model.modules() if isinstance(m, PreTrainedModel) and m.base_model is not m)
             if model
             else None
         )

@@ -1,7 +1,7 @@
 """A study's grid (`make study-<name>`): cells that differ from each other by recipe flags, each trained over seeds
 from the same start on the same prompts with the comparison's budget, scored on the same held-out problems (greedy
-accuracy and sampled pass@1, 4-bit as trained, studies.comparison.runs.evaluate), with the drift and the checks
-each run measured on itself (held-out evaluation at its start and end); every cell against its group's reference
+accuracy and sampled pass@1 in the precision trained in, studies.comparison.runs.evaluate), with the drift and the
+checks each run measured on itself (held-out evaluation at its start and end); every cell against its group's reference
 cell on the same problems under the same seeds (core.stats.crossed_difference). Writes summary.json and
 settings.json (commit, code digest, CPU); the study writes its README from them.
 
@@ -28,6 +28,7 @@ from studies.comparison.runs import (
     PREFERENCE_METHODS,
     PROFILES,
     evaluate,
+    precision_flags,
     recipe_command,
     recipe_config,
     run,
@@ -83,21 +84,24 @@ def quarters(values: list[float]) -> tuple[float | None, float | None, float | N
     return sum(values) / len(values), sum(values[:n]) / n, sum(values[-n:]) / n
 
 
-def train(profile: str, cell: Cell, seed: int, prompts: int, out: Path, pairs: dict, drift_problems: int) -> dict:
+def train(
+    profile: str, cell: Cell, seed: int, prompts: int, out: Path, pairs: dict, drift_problems: int, precision=()
+) -> dict:
     """One run of `cell` with `seed`, each recipe in its own process; its record from the run's summary.json and
-    metrics. A preference cell with rounds > 1 trains round by round (`train_rounds`)."""
+    metrics. A preference cell with rounds > 1 trains round by round (`train_rounds`). `precision`: the flags that
+    every recipe of the study gets (`precision_flags`), pair sampling included."""
     run_dir = out / f"{cell.name}-seed{seed}"
     shutil.rmtree(run_dir, ignore_errors=True)  # this study's own folder from an earlier run
-    drift = ("--heldout_task", PROFILES[profile]["task"], "--heldout_limit", str(drift_problems))
+    drift = ("--heldout_task", PROFILES[profile]["task"], "--heldout_limit", str(drift_problems), *precision)
     prompts = cell.prompts or prompts
     print(f"[study] {cell.name} (seed {seed}) ...", flush=True)
     start = time.time()
     if cell.method in PREFERENCE_METHODS and cell.rounds > 1:
-        run_dir, steps, extra = train_rounds(profile, cell, seed, prompts, out, pairs, drift)
+        run_dir, steps, extra = train_rounds(profile, cell, seed, prompts, out, pairs, drift, precision)
     else:
         pairs_file, extra = None, {}
         if cell.method in PREFERENCE_METHODS:
-            pairs_file = offline_pairs(profile, seed, prompts, out, pairs)
+            pairs_file = offline_pairs(profile, seed, prompts, out, pairs, precision)
             extra = {"pairs": pairs[(seed, prompts)][1], "pairs_sampled_by": "the start model, once"}
         command, steps = recipe_command(
             profile, cell.method, run_dir, seed, prompts, pairs_file, flags=(*drift, *cell.flags)
@@ -131,17 +135,19 @@ def train(profile: str, cell: Cell, seed: int, prompts: int, out: Path, pairs: d
     }
 
 
-def offline_pairs(profile: str, seed: int, prompts: int, out: Path, pairs: dict) -> Path:
+def offline_pairs(profile: str, seed: int, prompts: int, out: Path, pairs: dict, precision=()) -> Path:
     """The pairs sampled once from the start model on the first `prompts` prompts (shared by every offline cell of
     this seed); `pairs` maps (seed, prompts) -> (file, pairs in it)."""
     key = (seed, prompts)
     if key not in pairs:
-        path = sample_pairs(profile, prompts, out, seed)
+        path = sample_pairs(profile, prompts, out, seed, flags=precision)
         pairs[key] = (path, sum(1 for _ in open(path)))
     return pairs[key][0]
 
 
-def train_rounds(profile: str, cell: Cell, seed: int, prompts: int, out: Path, pairs: dict, drift) -> tuple:
+def train_rounds(
+    profile: str, cell: Cell, seed: int, prompts: int, out: Path, pairs: dict, drift, precision=()
+) -> tuple:
     """Iterative (on-policy) preference training: in each of `cell.rounds` rounds, sample pairs from the current
     policy (the start model, then the last round's adapter) on the next prompts/rounds prompts, as many completions
     as the offline cells sampled in all, and train one epoch on at most the offline pairs/rounds of them, going on
@@ -149,18 +155,19 @@ def train_rounds(profile: str, cell: Cell, seed: int, prompts: int, out: Path, p
     the last round: its KL is from the start model (the adapters off), its checks compare that round's start and
     end. Returns the last round's folder, the steps and the extra record."""
     per_round = prompts // cell.rounds
-    offline_pairs(profile, seed, prompts, out, pairs)
+    offline_pairs(profile, seed, prompts, out, pairs, precision)
     budget = pairs[(seed, prompts)][1]
     cap = max(1, -(-budget // cell.rounds))  # the offline cells' pairs, shared out over the rounds
     adapter, steps, seconds, used = None, 0, 0.0, []
     for index in range(cell.rounds):
         round_dir = out / f"{cell.name}-seed{seed}" / f"round{index + 1}"
         name = f"{cell.name}-round{index + 1}-pairs"
-        pairs_file = sample_pairs(profile, per_round, out, seed, adapter, skip=index * per_round, name=name)
+        skip = index * per_round
+        pairs_file = sample_pairs(profile, per_round, out, seed, adapter, skip=skip, name=name, flags=precision)
         kept = min(cap, sum(1 for _ in open(pairs_file)))
         flags = ("--max_train_samples", str(kept), *(("--init_adapter", str(adapter)) if adapter else ()))
         last = index == cell.rounds - 1
-        flags += (*(drift if last else ("--heldout_limit", "0")), *cell.flags)
+        flags += (*(drift if last else ("--heldout_limit", "0", *precision)), *cell.flags)
         command, _ = recipe_command(profile, cell.method, round_dir, seed, per_round, pairs_file, flags=flags)
         run(command, out / f"{cell.name}-seed{seed}-round{index + 1}.log")
         summary = json.loads((round_dir / "summary.json").read_text())
@@ -183,25 +190,29 @@ def run_grid(
     eval_limit: int | None = None,
     drift_problems: int = DRIFT_PROBLEMS,
     extra: dict | None = None,
+    load_in_4bit: bool | None = None,
 ):
     """Train every cell with seeds 0..seeds-1, score the base and every adapter on the profile's held-out problems
     (the first `eval_limit`, default the profile's), and write summary.json (with the study's `extra` keys) and
-    settings.json under `out`; returns both."""
+    settings.json under `out`; returns both. `load_in_4bit`: train, sample and score in 4-bit NF4 or full precision
+    (default: the profile's configs)."""
     check_grid(cells)
     out.mkdir(parents=True, exist_ok=True)
     start = time.time()
     config = recipe_config(profile, "grpo")[1]
     task, temperature = PROFILES[profile]["task"], config["temperature"]
+    in_4bit = bool(config.get("load_in_4bit")) if load_in_4bit is None else load_in_4bit
     rows = load_task_data(TASKS[task], None, eval_limit or PROFILES[profile]["eval_limit"])
     pairs, records = {}, []
     for seed in range(seeds):
-        records += [train(profile, cell, seed, prompts, out, pairs, drift_problems) for cell in cells]
-    base, _ = evaluate(config["model_name_or_path"], None, task, rows, eval_k, temperature)
+        precision = precision_flags(in_4bit)
+        records += [train(profile, cell, seed, prompts, out, pairs, drift_problems, precision) for cell in cells]
+    model_name = config["model_name_or_path"]
+    base, _ = evaluate(model_name, None, task, rows, eval_k, temperature, load_in_4bit=in_4bit)
     scores = {}
     for record in records:
-        metrics, samples = evaluate(
-            config["model_name_or_path"], Path(record["run_dir"]), task, rows, eval_k, temperature
-        )
+        run_dir = Path(record["run_dir"])
+        metrics, samples = evaluate(model_name, run_dir, task, rows, eval_k, temperature, load_in_4bit=in_4bit)
         with open(out / f"eval_{record['cell']}-seed{record['seed']}.jsonl", "w") as fh:
             fh.writelines(json.dumps(sample) + "\n" for sample in samples)
         scores[(record["cell"], record["seed"])] = metrics
@@ -233,6 +244,7 @@ def run_grid(
         "eval_n": len(rows),
         "eval_k": eval_k,
         "temperature": temperature,
+        "load_in_4bit": in_4bit,
         "drift_problems": drift_problems,
         "cells": [asdict(c) for c in cells],
         "machine": platform.platform(),
@@ -306,6 +318,11 @@ def study_arguments(doc: str, seeds: int = 3) -> argparse.ArgumentParser:
     parser.add_argument("--cells", nargs="+", help="run only these cells (names as in the table)")
     parser.add_argument("--out", help="default results/studies/<study> (tiny), results/studies/<study>-<profile>")
     parser.add_argument("--report", action="store_true", help="rewrite README and plots from the JSON in --out")
+    parser.add_argument(
+        "--load_in_4bit",
+        choices=["true", "false"],
+        help="train, sample pairs and score in 4-bit NF4 (true) or full precision (default: the profile's configs)",
+    )
     return parser
 
 
@@ -358,6 +375,7 @@ def run_study(
         args.eval_limit,
         args.drift_problems,
         extra() if extra else None,
+        None if args.load_in_4bit is None else args.load_in_4bit == "true",
     )
 
 

@@ -105,7 +105,9 @@ def entry_point_error(module: str, *argv: str) -> str:
 
 def small_comparison(profile: str, out: Path, *methods: str) -> Path:
     """`make compare` at a small budget (16 prompts, 24 held-out problems, 2 samples each), through the real CLI:
-    each method's training in its own process (all of them, or `methods`), their evaluations, summary and plots."""
+    each method's training in its own process (all of them, or `methods`), their evaluations, summary and plots. In
+    full precision: its subject is the pipeline, and the 4-bit path costs 2-3x more on a CPU without AVX512-BF16
+    (the tests of the recipes and of loading cover 4-bit)."""
     import subprocess
     import sys
 
@@ -124,6 +126,8 @@ def small_comparison(profile: str, out: Path, *methods: str) -> Path:
             "2",
             "--seeds",
             "1",
+            "--load_in_4bit",
+            "false",
             "--out",
             str(out),
             *(["--methods", *methods] if methods else []),

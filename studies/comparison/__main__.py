@@ -18,7 +18,11 @@ score the same gives no pair). Each method trains in its own process with its pr
 checkpointing and the logging interval are overridden, so `make grpo` and the comparison's GRPO are the same run.
 The seed drives the LoRA initialisation, sampling (pairs included) and data order.
 
-Evaluation (every adapter and the starting model, 4-bit as trained, on the same held-out problems): greedy
+Precision: the profile's configs train in 4-bit NF4 + LoRA; `--load_in_4bit false` trains, samples pairs and
+scores in full precision instead (the tests' small comparisons do: their subject is the pipeline, not the 4-bit path,
+whose cost depends on the CPU; docs/test-suite.md). settings.json records which.
+
+Evaluation (every adapter and the starting model, in the precision trained in, on the same held-out problems): greedy
 accuracy, and sampled pass@1 at the training temperature from `--eval_k` samples per problem (the headline: what
 the RL methods optimise, and with k samples per problem a much narrower interval than greedy accuracy). Per run:
 Wilson / normal 95% intervals and the paired per-problem difference from the base. Per method, over seeds: the
@@ -58,6 +62,7 @@ from studies.comparison.runs import (
     checkpoint_curves,
     evaluate,
     evaluate_all,
+    precision_flags,
     recipe_config,
     steps_for,
     train_all,
@@ -89,6 +94,11 @@ def main(argv=None):
         "--learning_rates", type=float, nargs="+", help="the sweep's grid for every method (default: SWEEP_GRID)"
     )
     parser.add_argument("--validation_k", type=int, default=4, help="samples per validation problem")
+    parser.add_argument(
+        "--load_in_4bit",
+        choices=["true", "false"],
+        help="train, sample pairs and score in 4-bit NF4 (true) or full precision (default: the profile's configs)",
+    )
     parser.add_argument("--out", help="default results/compare/<profile>")
     parser.add_argument(
         "--report",
@@ -106,6 +116,7 @@ def main(argv=None):
     out.mkdir(parents=True, exist_ok=True)
     grpo_config = recipe_config(args.profile, "grpo")[1]  # also fails early on a profile without configs
     temperature = grpo_config["temperature"]
+    in_4bit = bool(grpo_config.get("load_in_4bit")) if args.load_in_4bit is None else args.load_in_4bit == "true"
     validation = profile["validation"]
     if (args.sweep or validation) and validation and not Path(validation).is_file():
         raise SystemExit(f"--profile {args.profile}: no validation split {validation} (make tiny builds it)")
@@ -125,7 +136,9 @@ def main(argv=None):
         if not validation:
             raise SystemExit(f"--profile {args.profile} has no validation split to sweep on")
         grid = {m: args.learning_rates or SWEEP_GRID[m] for m in args.methods}
-        results = sweep(args.profile, prompts, out, args.methods, grid, validation, args.validation_k, limit)
+        results = sweep(
+            args.profile, prompts, out, args.methods, grid, validation, args.validation_k, limit, load_in_4bit=in_4bit
+        )
         for row in results:
             if row["chosen"]:
                 print(
@@ -138,12 +151,16 @@ def main(argv=None):
     published = read_published(out)  # before this run replaces it: what it prints itself against at the end
     runs = {}
     for seed in range(args.seeds):
-        runs |= train_all(args.profile, prompts, out, args.methods, seed, checkpoints=CHECKPOINTS if validation else 0)
-    evals = evaluate_all(grpo_config["model_name_or_path"], runs, profile["task"], limit, eval_k, temperature, out)
+        checkpoints = CHECKPOINTS if validation else 0
+        runs |= train_all(
+            args.profile, prompts, out, args.methods, seed, checkpoints=checkpoints, flags=precision_flags(in_4bit)
+        )
+    model_name = grpo_config["model_name_or_path"]
+    evals = evaluate_all(model_name, runs, profile["task"], limit, eval_k, temperature, out, load_in_4bit=in_4bit)
     curves = base_validation = None
     if validation:
         curves = checkpoint_curves(
-            grpo_config["model_name_or_path"], runs, profile["task"], validation, args.validation_k, temperature, limit
+            model_name, runs, profile["task"], validation, args.validation_k, temperature, limit, load_in_4bit=in_4bit
         )
         rows = load_task_data(TASKS[profile["task"]], validation, limit)
         base_validation = evaluate(
@@ -154,6 +171,7 @@ def main(argv=None):
             args.validation_k,
             temperature,
             greedy=False,
+            load_in_4bit=in_4bit,
         )[0]["sampled"]
 
     estimates = estimate_all(estimate_model, args.profile)[0]
@@ -173,6 +191,7 @@ def main(argv=None):
         "eval_n": len(evals["base"]["greedy_per_problem"]),
         "eval_k": eval_k,
         "temperature": temperature,
+        "load_in_4bit": in_4bit,
         "validation": validation,
         "validation_k": args.validation_k,
         "learning_rates": {m: recipe_config(args.profile, m)[1].get("learning_rate") for m in args.methods},

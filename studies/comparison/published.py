@@ -6,7 +6,9 @@ tiny worlds train through CPU-dependent kernels: another CPU is expected to diff
 import json
 from pathlib import Path
 
-COMPARABLE = ("profile", "task", "prompts", "eval_n", "eval_k", "temperature")
+COMPARABLE = ("profile", "task", "prompts", "eval_n", "eval_k", "temperature", "load_in_4bit")
+# Tables published before settings.json recorded a key ran as its default: the tiny configs' 4-bit NF4.
+UNRECORDED = {"load_in_4bit": True}
 
 
 def read_published(out: Path) -> tuple[dict, dict] | None:
@@ -27,6 +29,7 @@ def against_published(summary: dict, settings: dict, published: tuple[dict, dict
     if published is None:
         return ["against the published table: none to compare with"]
     old_summary, old_settings = published
+    old_settings = UNRECORDED | old_settings
     differing = [key for key in COMPARABLE if old_settings.get(key) != settings.get(key)]
     if differing:
         settings_differ = ", ".join(f"{k} {old_settings.get(k)} -> {settings.get(k)}" for k in differing)

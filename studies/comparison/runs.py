@@ -101,12 +101,24 @@ def run(command: list[str], log: Path) -> float:
     return time.time() - start
 
 
+def precision_flags(load_in_4bit: bool) -> tuple[str, ...]:
+    """The recipe flags that train (and sample) in full precision instead of the tiny configs' 4-bit NF4."""
+    return () if load_in_4bit else ("--load_in_4bit", "false")
+
+
 def sample_pairs(
-    profile: str, prompts: int, out: Path, seed: int, adapter: Path | None = None, skip: int = 0, name: str = ""
+    profile: str,
+    prompts: int,
+    out: Path,
+    seed: int,
+    adapter: Path | None = None,
+    skip: int = 0,
+    name: str = "",
+    flags=(),
 ) -> Path:
     """`make pairs` on `prompts` training prompts after the first `skip`: k samples each at GRPO's k and temperature,
     from the starting model or with `adapter` on (on-policy pairs from the current policy), scored with the same
-    rewards; the file DPO, IPO and ORPO train on."""
+    rewards; the file DPO, IPO and ORPO train on. `flags` go to the pairs recipe (e.g. `precision_flags`)."""
     pairs_path = recipe_config(profile, "pairs")[0]
     grpo_config = recipe_config(profile, "grpo")[1]
     pairs_file = out / f"{name or 'pairs'}-seed{seed}.jsonl"
@@ -117,7 +129,7 @@ def sample_pairs(
         command += ["--skip_prompts", str(skip)]
     if adapter is not None:
         command += ["--adapter", str(adapter)]
-    run(command, out / f"{name or 'pairs'}-seed{seed}.log")
+    run([*command, *flags], out / f"{name or 'pairs'}-seed{seed}.log")
     return pairs_file
 
 
@@ -175,16 +187,19 @@ def train_all(
     seed: int = 0,
     learning_rates: dict | None = None,
     checkpoints: int = CHECKPOINTS,
+    flags=(),
 ) -> dict:
     """Train every method once with `seed`, each in its own process; returns (method, seed) -> run folder. With
-    `checkpoints`, each run saves its adapter at every 1/checkpoints of its budget (and their times)."""
+    `checkpoints`, each run saves its adapter at every 1/checkpoints of its budget (and their times). `flags` go to
+    every recipe, the pairs' sampling included."""
     runs = {}
-    pairs_file = sample_pairs(profile, prompts, out, seed) if set(PREFERENCE_METHODS) & set(methods) else None
+    preference = set(PREFERENCE_METHODS) & set(methods)
+    pairs_file = sample_pairs(profile, prompts, out, seed, flags=flags) if preference else None
     for method in methods:
         run_dir = out / f"{method}-seed{seed}"
         shutil.rmtree(run_dir, ignore_errors=True)  # the study's own run folder from an earlier `make compare`
         rate = (learning_rates or {}).get(method)
-        command, _ = recipe_command(profile, method, run_dir, seed, prompts, pairs_file, rate, checkpoints)
+        command, _ = recipe_command(profile, method, run_dir, seed, prompts, pairs_file, rate, checkpoints, flags)
         print(f"[compare] training {method} (seed {seed}) ...", flush=True)
         seconds = run(command, out / f"{method}-seed{seed}.log")
         print(f"[compare] {method} (seed {seed}) done in {seconds:.0f} s", flush=True)
@@ -197,11 +212,18 @@ def mean_or_none(values: list) -> float | None:
 
 
 def evaluate(
-    model_name: str, adapter: Path | None, task: str, rows: list[dict], k: int, temperature: float, greedy: bool = True
+    model_name: str,
+    adapter: Path | None,
+    task: str,
+    rows: list[dict],
+    k: int,
+    temperature: float,
+    greedy: bool = True,
+    load_in_4bit: bool = True,
 ) -> tuple[dict, list[dict]]:
-    """One model (4-bit as trained) on `rows`: sampled pass@1 from k samples, greedy accuracy, per-problem scores,
-    completion lengths and the share cut at the length limit."""
-    model, tokenizer = load_for_eval(model_name, str(adapter) if adapter else None, load_in_4bit=True)
+    """One model (in 4-bit, or full precision, as trained) on `rows`: sampled pass@1 from k samples, greedy accuracy,
+    per-problem scores, completion lengths and the share cut at the length limit."""
+    model, tokenizer = load_for_eval(model_name, str(adapter) if adapter else None, load_in_4bit=load_in_4bit)
     result, records = {}, []
     if greedy:
         torch.manual_seed(0)
@@ -233,14 +255,21 @@ def evaluate(
 
 
 def evaluate_all(
-    model_name: str, runs: dict, task: str, limit: int | None, k: int, temperature: float, out: Path
+    model_name: str,
+    runs: dict,
+    task: str,
+    limit: int | None,
+    k: int,
+    temperature: float,
+    out: Path,
+    load_in_4bit: bool = True,
 ) -> dict:
     """`base` and every (method, seed) -> greedy and sampled metrics on the held-out set."""
     rows = load_task_data(TASKS[task], None, limit)
     results = {}
     for key, adapter in [("base", None), *runs.items()]:
         name = key if key == "base" else f"{key[0]}-seed{key[1]}"
-        results[key], records = evaluate(model_name, adapter, task, rows, k, temperature)
+        results[key], records = evaluate(model_name, adapter, task, rows, k, temperature, load_in_4bit=load_in_4bit)
         with open(out / f"eval_{name}.jsonl", "w") as fh:
             fh.writelines(json.dumps(record) + "\n" for record in records)
         print(
@@ -251,7 +280,14 @@ def evaluate_all(
 
 
 def checkpoint_curves(
-    model_name: str, runs: dict, task: str, validation: str, k: int, temperature: float, limit: int | None = None
+    model_name: str,
+    runs: dict,
+    task: str,
+    validation: str,
+    k: int,
+    temperature: float,
+    limit: int | None = None,
+    load_in_4bit: bool = True,
 ) -> dict:
     """(method, seed) -> [{step, train_seconds, samples, validation sampled pass@1}] at each saved checkpoint."""
     rows = load_task_data(TASKS[task], validation, limit)
@@ -268,7 +304,9 @@ def checkpoint_curves(
             checkpoint = run_dir / f"checkpoint-{point['step']}"
             if not (checkpoint / "adapter_model.safetensors").is_file():
                 continue
-            metrics, _ = evaluate(model_name, checkpoint, task, rows, k, temperature, greedy=False)
+            metrics, _ = evaluate(
+                model_name, checkpoint, task, rows, k, temperature, greedy=False, load_in_4bit=load_in_4bit
+            )
             points.append(
                 {
                     "step": point["step"],

@@ -6,14 +6,23 @@ from pathlib import Path
 
 from core.provenance import commit, cpu
 from core.tasks import TASKS, load_task_data
-from studies.comparison.runs import METHODS, PROFILES, evaluate, recipe_config, train_all
+from studies.comparison.runs import METHODS, PROFILES, evaluate, precision_flags, recipe_config, train_all
 
 
 def sweep(
-    profile: str, prompts: int, out: Path, methods, grid: dict, validation: str, k: int, limit: int | None
+    profile: str,
+    prompts: int,
+    out: Path,
+    methods,
+    grid: dict,
+    validation: str,
+    k: int,
+    limit: int | None,
+    load_in_4bit: bool = True,
 ) -> list[dict]:
-    """Each method at each learning rate of its grid (seed 0, the comparison's budget), scored on the validation
-    split; the best validation sampled pass@1 per method is `chosen`. Writes sweep.json and sweep.png."""
+    """Each method at each learning rate of its grid (seed 0, the comparison's budget, in 4-bit or full precision),
+    scored on the validation split; the best validation sampled pass@1 per method is `chosen`. Writes sweep.json and
+    sweep.png."""
     config = recipe_config(profile, "grpo")[1]
     task = PROFILES[profile]["task"]
     rows = load_task_data(TASKS[task], validation, limit)
@@ -23,10 +32,18 @@ def sweep(
         rates = {m: grid[m][index] for m in methods if index < len(grid[m])}
         folder = out / "sweep" / f"grid-{index}"
         folder.mkdir(parents=True, exist_ok=True)
-        runs = train_all(profile, prompts, folder, list(rates), 0, rates, checkpoints=0)
+        flags = precision_flags(load_in_4bit)
+        runs = train_all(profile, prompts, folder, list(rates), 0, rates, checkpoints=0, flags=flags)
         for (method, _), run_dir in runs.items():
             metrics, _ = evaluate(
-                config["model_name_or_path"], run_dir, task, rows, k, config["temperature"], greedy=False
+                config["model_name_or_path"],
+                run_dir,
+                task,
+                rows,
+                k,
+                config["temperature"],
+                greedy=False,
+                load_in_4bit=load_in_4bit,
             )
             results.append(
                 {

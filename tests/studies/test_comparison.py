@@ -57,6 +57,7 @@ def test_writes_summary_table_and_plots(compare_results):
     assert settings["headline"] == "sampled pass@1" and settings["eval_n"] == 24 and settings["prompts"] == 16
     # where and with what it ran: the commit, a digest of the code, configs and worlds, the CPU and its kernel flags
     assert "commit" in settings and len(settings["code_digest"]) == 64 and settings["cpu"]
+    assert settings["load_in_4bit"] is False  # trained, sampled and scored in full precision, as asked
     assert isinstance(settings["kernel_flags"], list)
     table = (compare_results / "summary.md").read_text()
     for method in ("base", *METHODS):
@@ -109,7 +110,8 @@ def test_method_against_method_is_the_paired_difference_of_the_evaluations(compa
 def test_a_rerun_is_printed_against_the_published_table():
     folder = REPO_ROOT / "results" / "compare" / "tiny"
     published = read_published(folder)
-    summary, settings = json.loads(json.dumps(published[0])), dict(published[1])
+    summary, settings = json.loads(json.dumps(published[0])), dict(published[1]) | {"load_in_4bit": True}
+    assert "load_in_4bit" not in published[1]  # published before it was recorded: 4-bit, as the configs train
     grpo = next(a for a in summary["methods"] if a["method"] == "grpo")
     published_grpo, (_, high) = grpo["sampled_pass1"], grpo["sampled_pass1_ci95_seeds"]
     grpo["sampled_pass1"] = high + 0.05  # above the published interval
@@ -124,6 +126,9 @@ def test_a_rerun_is_printed_against_the_published_table():
     assert others and all(line.endswith("yes") and "+0.0 points" in line for line in others)
     assert against_published(summary, settings | {"prompts": 16}, published) == [
         "against the published table: not comparable, other settings (prompts 320 -> 16)"
+    ]
+    assert against_published(summary, settings | {"load_in_4bit": False}, published) == [
+        "against the published table: not comparable, other settings (load_in_4bit True -> False)"
     ]
     assert against_published(summary, settings, read_published(folder / "no-such")) == [
         "against the published table: none to compare with"
@@ -287,6 +292,8 @@ def test_sweep_writes_its_file_and_chooses_on_validation(tiny_world, tmp_path):
         "--learning_rates",
         "1e-4",
         "5e-4",
+        "--load_in_4bit",
+        "false",
         "--out",
         str(out),
     ]

@@ -43,7 +43,7 @@ def test_a_tiny_study_trains_each_k_and_generates_its_readme(tiny_world, tmp_pat
     out = tmp_path / "k"
     command = [sys.executable, "-m", "studies.group_size", "--completions", "64", "--eval_limit", "12"]
     command += ["--eval_k", "2", "--drift_problems", "12", "--seeds", "1", "--out", str(out)]
-    command += ["--cells", "k=4 noise=0.3", "k=16 prompts=8"]
+    command += ["--cells", "k=4 noise=0.3", "k=16 prompts=8", "--load_in_4bit", "false"]
     result = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=1200)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
     summary = json.loads((out / "summary.json").read_text())

@@ -39,16 +39,18 @@ def test_a_tiny_study_trains_each_coefficient_and_generates_its_readme(tiny_worl
     out = tmp_path / "kl"
     command = [sys.executable, "-m", "studies.kl", "--prompts", "16", "--eval_limit", "12", "--eval_k", "2"]
     command += ["--drift_problems", "12", "--seeds", "1", "--out", str(out), "--cells", *SMALL]
+    command += ["--load_in_4bit", "false"]  # the grid, not the 4-bit path (docs/test-suite.md)
     result = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=1200)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
     summary = json.loads((out / "summary.json").read_text())
     settings = json.loads((out / "settings.json").read_text())
     assert [c["cell"] for c in summary["cells"]] == list(SMALL)
     assert settings["commit"] and len(settings["code_digest"]) == 64 and settings["eval_n"] == 12
+    assert settings["load_in_4bit"] is False
     for record in summary["runs"]:  # the coefficient reached the trainer, and the run measured its drift
         config = yaml.safe_load((out / f"{record['cell']}-seed0" / "config.yaml").read_text())
         key, value = record["cell"].split(" ", 1)[1].split("=")
-        assert config[key] == float(value), record["cell"]
+        assert config[key] == float(value) and config["load_in_4bit"] is False, record["cell"]
         assert record["kl"] is not None and record["kl"] >= 0 and len(record["entropy"]) == 2
         assert 0 <= record["sampled_pass1"] <= 1 and record["steps"] >= 1
     for cell in summary["cells"]:

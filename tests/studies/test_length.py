@@ -60,6 +60,7 @@ def test_a_tiny_study_trains_each_loss_type_and_generates_its_readme(tiny_length
     out = tmp_path / "length"
     command = [sys.executable, "-m", "studies.length", "--prompts", "16", "--eval_limit", "12", "--eval_k", "2"]
     command += ["--drift_problems", "12", "--seeds", "1", "--out", str(out), "--cells", "loss_type=grpo"]
+    command += ["--load_in_4bit", "false"]
     result = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=1200)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
     summary = json.loads((out / "summary.json").read_text())

@@ -42,7 +42,7 @@ def test_a_tiny_study_trains_offline_and_in_rounds_and_generates_its_readme(tiny
     out = tmp_path / "onpolicy"
     command = [sys.executable, "-m", "studies.onpolicy", "--prompts", "16", "--rounds", "2", "--eval_limit", "12"]
     command += ["--eval_k", "2", "--drift_problems", "12", "--seeds", "1", "--out", str(out)]
-    command += ["--cells", "dpo on-policy R=2"]
+    command += ["--cells", "dpo on-policy R=2", "--load_in_4bit", "false"]
     result = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=1200)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
     summary = json.loads((out / "summary.json").read_text())
@@ -55,6 +55,8 @@ def test_a_tiny_study_trains_offline_and_in_rounds_and_generates_its_readme(tiny
     first_config = yaml.safe_load((run / "round1" / "config.yaml").read_text())
     second_config = yaml.safe_load((run / "round2" / "config.yaml").read_text())
     assert first_config.get("init_adapter") is None and second_config["init_adapter"] == str(run / "round1")
+    # every round in the precision asked for, and the settings say so
+    assert first_config["load_in_4bit"] is second_config["load_in_4bit"] is settings["load_in_4bit"] is False
     # round 2 sampled with round 1's adapter on, from the prompts after round 1's
     log = (out / "dpo on-policy R=2-round2-pairs-seed0.log").read_text()
     assert f"from 8 prompts after the first 8, sampled with the adapter {run / 'round1'} on" in log, log[-1500:]
