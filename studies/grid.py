@@ -27,10 +27,12 @@ from core.tasks import TASKS, load_task_data
 from studies.comparison.runs import (
     PREFERENCE_METHODS,
     PROFILES,
+    add_precision_argument,
     evaluate,
     precision_flags,
     recipe_command,
     recipe_config,
+    resolve_load_in_4bit,
     run,
     sample_pairs,
 )
@@ -190,22 +192,22 @@ def run_grid(
     eval_limit: int | None = None,
     drift_problems: int = DRIFT_PROBLEMS,
     extra: dict | None = None,
-    load_in_4bit: bool | None = None,
+    load_in_4bit: str | None = None,
 ):
     """Train every cell with seeds 0..seeds-1, score the base and every adapter on the profile's held-out problems
     (the first `eval_limit`, default the profile's), and write summary.json (with the study's `extra` keys) and
-    settings.json under `out`; returns both. `load_in_4bit`: train, sample and score in 4-bit NF4 or full precision
-    (default: the profile's configs)."""
+    settings.json under `out`; returns both. `load_in_4bit` ("true" or "false", as `--load_in_4bit` takes it):
+    train, sample and score in 4-bit NF4 or full precision (default: the profile's configs)."""
     check_grid(cells)
     out.mkdir(parents=True, exist_ok=True)
     start = time.time()
     config = recipe_config(profile, "grpo")[1]
     task, temperature = PROFILES[profile]["task"], config["temperature"]
-    in_4bit = bool(config.get("load_in_4bit")) if load_in_4bit is None else load_in_4bit
+    in_4bit = resolve_load_in_4bit(profile, load_in_4bit)
+    precision = precision_flags(in_4bit)
     rows = load_task_data(TASKS[task], None, eval_limit or PROFILES[profile]["eval_limit"])
     pairs, records = {}, []
     for seed in range(seeds):
-        precision = precision_flags(in_4bit)
         records += [train(profile, cell, seed, prompts, out, pairs, drift_problems, precision) for cell in cells]
     model_name = config["model_name_or_path"]
     base, _ = evaluate(model_name, None, task, rows, eval_k, temperature, load_in_4bit=in_4bit)
@@ -318,11 +320,7 @@ def study_arguments(doc: str, seeds: int = 3) -> argparse.ArgumentParser:
     parser.add_argument("--cells", nargs="+", help="run only these cells (names as in the table)")
     parser.add_argument("--out", help="default results/studies/<study> (tiny), results/studies/<study>-<profile>")
     parser.add_argument("--report", action="store_true", help="rewrite README and plots from the JSON in --out")
-    parser.add_argument(
-        "--load_in_4bit",
-        choices=["true", "false"],
-        help="train, sample pairs and score in 4-bit NF4 (true) or full precision (default: the profile's configs)",
-    )
+    add_precision_argument(parser)
     return parser
 
 
@@ -375,7 +373,7 @@ def run_study(
         args.eval_limit,
         args.drift_problems,
         extra() if extra else None,
-        None if args.load_in_4bit is None else args.load_in_4bit == "true",
+        args.load_in_4bit,
     )
 
 

@@ -59,11 +59,13 @@ from studies.comparison.runs import (
     METHODS,
     PROFILES,
     SWEEP_GRID,
+    add_precision_argument,
     checkpoint_curves,
     evaluate,
     evaluate_all,
     precision_flags,
     recipe_config,
+    resolve_load_in_4bit,
     steps_for,
     train_all,
 )
@@ -94,11 +96,7 @@ def main(argv=None):
         "--learning_rates", type=float, nargs="+", help="the sweep's grid for every method (default: SWEEP_GRID)"
     )
     parser.add_argument("--validation_k", type=int, default=4, help="samples per validation problem")
-    parser.add_argument(
-        "--load_in_4bit",
-        choices=["true", "false"],
-        help="train, sample pairs and score in 4-bit NF4 (true) or full precision (default: the profile's configs)",
-    )
+    add_precision_argument(parser)
     parser.add_argument("--out", help="default results/compare/<profile>")
     parser.add_argument(
         "--report",
@@ -116,7 +114,7 @@ def main(argv=None):
     out.mkdir(parents=True, exist_ok=True)
     grpo_config = recipe_config(args.profile, "grpo")[1]  # also fails early on a profile without configs
     temperature = grpo_config["temperature"]
-    in_4bit = bool(grpo_config.get("load_in_4bit")) if args.load_in_4bit is None else args.load_in_4bit == "true"
+    in_4bit = resolve_load_in_4bit(args.profile, args.load_in_4bit)
     validation = profile["validation"]
     if (args.sweep or validation) and validation and not Path(validation).is_file():
         raise SystemExit(f"--profile {args.profile}: no validation split {validation} (make tiny builds it)")
@@ -150,11 +148,9 @@ def main(argv=None):
 
     published = read_published(out)  # before this run replaces it: what it prints itself against at the end
     runs = {}
+    checkpoints, precision = CHECKPOINTS if validation else 0, precision_flags(in_4bit)
     for seed in range(args.seeds):
-        checkpoints = CHECKPOINTS if validation else 0
-        runs |= train_all(
-            args.profile, prompts, out, args.methods, seed, checkpoints=checkpoints, flags=precision_flags(in_4bit)
-        )
+        runs |= train_all(args.profile, prompts, out, args.methods, seed, checkpoints=checkpoints, flags=precision)
     model_name = grpo_config["model_name_or_path"]
     evals = evaluate_all(model_name, runs, profile["task"], limit, eval_k, temperature, out, load_in_4bit=in_4bit)
     curves = base_validation = None

@@ -101,6 +101,20 @@ def run(command: list[str], log: Path) -> float:
     return time.time() - start
 
 
+def add_precision_argument(parser) -> None:
+    """`--load_in_4bit true|false`, for the comparison and every study."""
+    parser.add_argument(
+        "--load_in_4bit",
+        choices=["true", "false"],
+        help="train, sample pairs and score in 4-bit NF4 (true) or full precision (default: the profile's configs)",
+    )
+
+
+def resolve_load_in_4bit(profile: str, flag: str | None) -> bool:
+    """The precision `--load_in_4bit` asks for, or else the one the profile's configs train in."""
+    return bool(recipe_config(profile, "grpo")[1].get("load_in_4bit")) if flag is None else flag == "true"
+
+
 def precision_flags(load_in_4bit: bool) -> tuple[str, ...]:
     """The recipe flags that train (and sample) in full precision instead of the tiny configs' 4-bit NF4."""
     return () if load_in_4bit else ("--load_in_4bit", "false")

@@ -27,12 +27,12 @@ def sweep(
     task = PROFILES[profile]["task"]
     rows = load_task_data(TASKS[task], validation, limit)
     results = []
-    measured = {"commit": commit(), **cpu()}  # rows of several sweeps can sit in one file: each says where it ran
+    measured = {"commit": commit(), **cpu()}
+    flags = precision_flags(load_in_4bit)  # rows of several sweeps can sit in one file: each says where it ran
     for index in range(max(len(grid[m]) for m in methods)):
         rates = {m: grid[m][index] for m in methods if index < len(grid[m])}
         folder = out / "sweep" / f"grid-{index}"
         folder.mkdir(parents=True, exist_ok=True)
-        flags = precision_flags(load_in_4bit)
         runs = train_all(profile, prompts, folder, list(rates), 0, rates, checkpoints=0, flags=flags)
         for (method, _), run_dir in runs.items():
             metrics, _ = evaluate(
