@@ -10,6 +10,9 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 # The tiny configs score 200 held-out problems at a run's start and end (~6 s); a test that is not about that turns it
 # off, as a user would (a later --heldout_limit on the same command line wins).
 NO_HELDOUT = ("--heldout_limit", "0")
+# For the runs of tests about something other than quantization (signals, resume, verdicts): the tiny configs train
+# in 4-bit, whose generic CPU path costs 3-4x full precision without AVX512-BF16 (docs/test-suite.md)
+FULL_PRECISION = ("--load_in_4bit", "false")
 FIXTURES = Path(__file__).parent / "fixtures"
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
@@ -103,41 +106,31 @@ def entry_point_error(module: str, *argv: str) -> str:
     raise AssertionError(f"python -m {module} {' '.join(argv)}: no error")
 
 
-def small_comparison(profile: str, out: Path, *methods: str) -> Path:
-    """`make compare` at a small budget (16 prompts, 24 held-out problems, 2 samples each), through the real CLI:
-    each method's training in its own process (all of them, or `methods`), their evaluations, summary and plots. In
-    full precision: its subject is the pipeline, and the 4-bit path costs 2-3x more on a CPU without AVX512-BF16
-    (the tests of the recipes and of loading cover 4-bit)."""
-    import subprocess
+def run_main(module: str, *argv: str) -> None:
+    """`python -m <module> <argv>` in this process: the module's main(argv), from the repository's root as the
+    Makefile runs it, with the excepthook its one-line errors set put back. A new interpreter would spend ~5 s
+    importing what this process already has; the runs a study trains still get processes of their own."""
+    import importlib.util
     import sys
 
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "studies.comparison",
-            "--profile",
-            profile,
-            "--prompts",
-            "16",
-            "--eval_limit",
-            "24",
-            "--eval_k",
-            "2",
-            "--seeds",
-            "1",
-            "--load_in_4bit",
-            "false",
-            "--out",
-            str(out),
-            *(["--methods", *methods] if methods else []),
-        ],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    entry = f"{module}.__main__" if importlib.util.find_spec(f"{module}.__main__") else module
+    hook, cwd = sys.excepthook, os.getcwd()
+    os.chdir(REPO_ROOT)
+    try:
+        importlib.import_module(entry).main(list(argv))
+    finally:
+        sys.excepthook = hook
+        os.chdir(cwd)
+
+
+def small_comparison(profile: str, out: Path, *methods: str) -> Path:
+    """`make compare` at a small budget (16 prompts, 24 held-out problems, 2 samples each): each method's training in
+    its own process (all of them, or `methods`), their evaluations, summary and plots. In full precision: its subject
+    is the pipeline, and the 4-bit path costs 2-3x more on a CPU without AVX512-BF16 (the tests of the recipes and
+    of loading cover 4-bit)."""
+    argv = ["--profile", profile, "--prompts", "16", "--eval_limit", "24", "--eval_k", "2", "--seeds", "1"]
+    argv += ["--load_in_4bit", "false", "--out", str(out), *(["--methods", *methods] if methods else [])]
+    run_main("studies.comparison", *argv)
     return out
 
 

@@ -202,13 +202,15 @@ def train_all(
     learning_rates: dict | None = None,
     checkpoints: int = CHECKPOINTS,
     flags=(),
+    pairs_file: Path | None = None,
 ) -> dict:
     """Train every method once with `seed`, each in its own process; returns (method, seed) -> run folder. With
     `checkpoints`, each run saves its adapter at every 1/checkpoints of its budget (and their times). `flags` go to
-    every recipe, the pairs' sampling included."""
+    every recipe, the pairs' sampling included. The preference methods train on `pairs_file`, sampled here when not
+    given."""
     runs = {}
-    preference = set(PREFERENCE_METHODS) & set(methods)
-    pairs_file = sample_pairs(profile, prompts, out, seed, flags=flags) if preference else None
+    if pairs_file is None and set(PREFERENCE_METHODS) & set(methods):
+        pairs_file = sample_pairs(profile, prompts, out, seed, flags=flags)
     for method in methods:
         run_dir = out / f"{method}-seed{seed}"
         shutil.rmtree(run_dir, ignore_errors=True)  # the study's own run folder from an earlier `make compare`

@@ -6,7 +6,16 @@ from pathlib import Path
 
 from core.provenance import commit, cpu
 from core.tasks import TASKS, load_task_data
-from studies.comparison.runs import METHODS, PROFILES, evaluate, precision_flags, recipe_config, train_all
+from studies.comparison.runs import (
+    METHODS,
+    PREFERENCE_METHODS,
+    PROFILES,
+    evaluate,
+    precision_flags,
+    recipe_config,
+    sample_pairs,
+    train_all,
+)
 
 
 def sweep(
@@ -29,11 +38,19 @@ def sweep(
     results = []
     measured = {"commit": commit(), **cpu()}
     flags = precision_flags(load_in_4bit)  # rows of several sweeps can sit in one file: each says where it ran
+    # one set of pairs for every learning rate: the rates are compared on the same data, sampled once (sampling
+    # again per rate cost a pairs run each and could differ by the CPU kernels' rounding)
+    pairs_file = None
+    if set(PREFERENCE_METHODS) & set(methods):
+        (out / "sweep").mkdir(parents=True, exist_ok=True)
+        pairs_file = sample_pairs(profile, prompts, out / "sweep", 0, flags=flags)
     for index in range(max(len(grid[m]) for m in methods)):
         rates = {m: grid[m][index] for m in methods if index < len(grid[m])}
         folder = out / "sweep" / f"grid-{index}"
         folder.mkdir(parents=True, exist_ok=True)
-        runs = train_all(profile, prompts, folder, list(rates), 0, rates, checkpoints=0, flags=flags)
+        runs = train_all(
+            profile, prompts, folder, list(rates), 0, rates, checkpoints=0, flags=flags, pairs_file=pairs_file
+        )
         for (method, _), run_dir in runs.items():
             metrics, _ = evaluate(
                 config["model_name_or_path"],

@@ -3,8 +3,6 @@ completions equal, the noisy cells train on flipped rewards, the share of zero-s
 README is generated from the numbers."""
 
 import json
-import subprocess
-import sys
 
 import pytest
 import yaml
@@ -13,7 +11,7 @@ from studies.grid import check_grid
 from studies.grid_report import table
 from studies.group_size.__main__ import COLUMNS, answer, cells, memory_at_7b
 from studies.group_size.__main__ import readme as group_size_readme
-from tests.conftest import REPO_ROOT
+from tests.conftest import REPO_ROOT, run_main
 
 
 def test_the_grid_keeps_completions_equal_and_compares_each_k_with_the_shipped_k():
@@ -41,11 +39,10 @@ def test_the_7b_memory_estimate_grows_with_k():
 @pytest.mark.slow
 def test_a_tiny_study_trains_each_k_and_generates_its_readme(tiny_world, tmp_path):
     out = tmp_path / "k"
-    command = [sys.executable, "-m", "studies.group_size", "--completions", "64", "--eval_limit", "12"]
+    command = ["--completions", "64", "--eval_limit", "12"]
     command += ["--eval_k", "2", "--drift_problems", "12", "--seeds", "1", "--out", str(out)]
     command += ["--cells", "k=4 noise=0.3", "k=16 prompts=8", "--load_in_4bit", "false"]
-    result = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=1200)
-    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
+    run_main("studies.group_size", *command)
     summary = json.loads((out / "summary.json").read_text())
     settings = json.loads((out / "settings.json").read_text())
     names = ["k=8 noise=0", "k=4 noise=0.3", "k=8 noise=0.3", "k=16 prompts=8"]

@@ -2,8 +2,6 @@
 its drift, the cells are compared with their group's reference, and the README is generated from the numbers."""
 
 import json
-import subprocess
-import sys
 
 import pytest
 import yaml
@@ -12,7 +10,7 @@ from studies.grid import Cell, check_grid, select
 from studies.grid_report import table
 from studies.kl.__main__ import answer, cells
 from studies.kl.__main__ import readme as kl_readme
-from tests.conftest import REPO_ROOT
+from tests.conftest import REPO_ROOT, run_main
 
 SMALL = ("grpo beta=0", "grpo beta=0.04", "ppo kl_coef=0.05", "ppo kl_coef=0.2")
 
@@ -37,11 +35,10 @@ def test_the_grid_has_one_reference_per_group_and_says_which_is_wrong():
 @pytest.mark.slow
 def test_a_tiny_study_trains_each_coefficient_and_generates_its_readme(tiny_world, tmp_path):
     out = tmp_path / "kl"
-    command = [sys.executable, "-m", "studies.kl", "--prompts", "16", "--eval_limit", "12", "--eval_k", "2"]
+    command = ["--prompts", "16", "--eval_limit", "12", "--eval_k", "2"]
     command += ["--drift_problems", "12", "--seeds", "1", "--out", str(out), "--cells", *SMALL]
     command += ["--load_in_4bit", "false"]  # the grid, not the 4-bit path (docs/test-suite.md)
-    result = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=1200)
-    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
+    run_main("studies.kl", *command)
     summary = json.loads((out / "summary.json").read_text())
     settings = json.loads((out / "settings.json").read_text())
     assert [c["cell"] for c in summary["cells"]] == list(SMALL)
@@ -61,8 +58,6 @@ def test_a_tiny_study_trains_each_coefficient_and_generates_its_readme(tiny_worl
     readme = (out / "README.md").read_text()
     assert table(summary) in readme and all(line in readme for line in answer(summary))
     assert readme == kl_readme(summary, settings)
-    rewritten = subprocess.run(
-        [*command[:3], "--out", str(out), "--report"], cwd=REPO_ROOT, capture_output=True, text=True
-    )
-    assert rewritten.returncode == 0 and (out / "README.md").read_text() == readme, rewritten.stderr[-2000:]
+    run_main("studies.kl", "--out", str(out), "--report")
+    assert (out / "README.md").read_text() == readme
     assert (out / "kl.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -4,8 +4,6 @@ README is generated from the numbers."""
 
 import json
 import random
-import subprocess
-import sys
 
 import pytest
 import yaml
@@ -14,7 +12,7 @@ from studies.grid import check_grid
 from studies.length.__main__ import FAILED, PASSED, answer, cells
 from studies.length.__main__ import readme as length_readme
 from tasks.arithmetic import make_problem
-from tests.conftest import REPO_ROOT
+from tests.conftest import run_main
 
 
 def test_the_grid_is_trl_s_four_normalisations_against_its_default():
@@ -58,11 +56,10 @@ def test_the_shipped_length_world_s_model_answers_both_ways(tiny_length_world):
 @pytest.mark.slow
 def test_a_tiny_study_trains_each_loss_type_and_generates_its_readme(tiny_length_world, tmp_path):
     out = tmp_path / "length"
-    command = [sys.executable, "-m", "studies.length", "--prompts", "16", "--eval_limit", "12", "--eval_k", "2"]
+    command = ["--prompts", "16", "--eval_limit", "12", "--eval_k", "2"]
     command += ["--drift_problems", "12", "--seeds", "1", "--out", str(out), "--cells", "loss_type=grpo"]
     command += ["--load_in_4bit", "false"]
-    result = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=1200)
-    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
+    run_main("studies.length", *command)
     summary = json.loads((out / "summary.json").read_text())
     settings = json.loads((out / "settings.json").read_text())
     assert settings["profile"] == "tiny-length" and settings["task"] == "tiny-length"

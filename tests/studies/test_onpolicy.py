@@ -3,8 +3,6 @@ the start model, the on-policy cell samples each round's pairs with the last rou
 training it, within the offline cell's pairs, and the README is generated from the numbers."""
 
 import json
-import subprocess
-import sys
 
 import pytest
 import yaml
@@ -12,7 +10,7 @@ import yaml
 from studies.grid import check_grid, select
 from studies.onpolicy.__main__ import answer, cells
 from studies.onpolicy.__main__ import readme as onpolicy_readme
-from tests.conftest import REPO_ROOT
+from tests.conftest import run_main
 
 
 def test_each_on_policy_cell_is_compared_with_its_offline_one_and_grpo_with_on_policy_dpo():
@@ -40,11 +38,10 @@ def test_one_round_is_refused_in_one_line_before_anything_trains(tmp_path):
 @pytest.mark.slow
 def test_a_tiny_study_trains_offline_and_in_rounds_and_generates_its_readme(tiny_world, tmp_path):
     out = tmp_path / "onpolicy"
-    command = [sys.executable, "-m", "studies.onpolicy", "--prompts", "16", "--rounds", "2", "--eval_limit", "12"]
+    command = ["--prompts", "16", "--rounds", "2", "--eval_limit", "12"]
     command += ["--eval_k", "2", "--drift_problems", "12", "--seeds", "1", "--out", str(out)]
     command += ["--cells", "dpo on-policy R=2", "--load_in_4bit", "false"]
-    result = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=1200)
-    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
+    run_main("studies.onpolicy", *command)
     summary = json.loads((out / "summary.json").read_text())
     settings = json.loads((out / "settings.json").read_text())
     assert [c["cell"] for c in summary["cells"]] == ["dpo offline", "dpo on-policy R=2"]
