@@ -1,71 +1,73 @@
 """Bad input ends every make target with one line naming the problem, never a traceback."""
 
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from tests.conftest import REPO_ROOT
 
+CASES = {  # the case: the command a user types, the last line it must end with
+    "missing-config": (
+        ["make", "grpo", "CONFIG=nope.yaml"],
+        "error: config file nope.yaml does not exist; the shipped ones: recipes/configs/7b/dpo.yaml",
+    ),
+    "missing-data": (
+        ["make", "dpo", "CONFIG=recipes/configs/tiny/dpo.yaml", "ARGS=--dataset_name missing/pairs.jsonl"],
+        "error: dataset file missing/pairs.jsonl does not exist",
+    ),
+    "eval-missing-data": (["make", "eval", "DATA=missing.jsonl"], "error: dataset file missing.jsonl does not exist"),
+    "unknown-task": (
+        ["make", "eval", "TASK=nope"],
+        "error: argument --task: invalid choice: 'nope' (choose from 'gsm8k', ",
+    ),
+    "score-missing-file": (
+        ["make", "score", "FILE=missing.jsonl", "REWARDS=math_accuracy"],
+        "error: no file missing.jsonl",
+    ),
+    "score-unknown-reward": (
+        ["make", "score", "FILE=tests/fixtures/gsm8k_sample.jsonl", "REWARDS=math_acuracy"],
+        "error: unknown reward 'math_acuracy'; known: math_accuracy, format,",
+    ),
+    "recipe-unknown-reward": (
+        ["make", "grpo", "ARGS=--reward_funcs math_acuracy"],
+        "unknown reward 'math_acuracy'; known: math_accuracy,",
+    ),
+    "unknown-flag": (
+        ["make", "grpo", "ARGS=--learnin_rate 1e-4"],
+        "error in recipes/configs/tiny/grpo.yaml: unknown flag '--learnin_rate' (did you mean --learning_rate?)",
+    ),
+    "unknown-yaml-key": (
+        ["make", "grpo", "CONFIG=tests/fixtures/typo_grpo.yaml"],
+        "error in tests/fixtures/typo_grpo.yaml: unknown key 'learnin_rate' (did you mean learning_rate?)",
+    ),
+    "eval-rewards-missing-column": (
+        ["make", "eval", "DATA=tests/fixtures/gsm8k_sample.jsonl", "REWARDS=math_accuracy", "PROMPT_COLUMN=problem"],
+        "error: dataset tests/fixtures/gsm8k_sample.jsonl is missing column(s) ['problem']",
+    ),
+    "eval-rewards-no-data": (
+        ["make", "eval", "REWARDS=math_accuracy"],
+        "error: --rewards scores your own task: give its data with --data",
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def ended(tiny_world, tiny_pairs) -> dict[str, subprocess.CompletedProcess]:
+    """Every command as a user types it, two at a time: each spends its seconds importing the libraries on one core
+    (one at a time, the 11 took a minute)."""
+
+    def run(command):
+        return subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        return dict(zip(CASES, pool.map(run, [command for command, _ in CASES.values()]), strict=True))
+
 
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    "command,message",
-    [
-        (
-            ["make", "grpo", "CONFIG=nope.yaml"],
-            "error: config file nope.yaml does not exist; the shipped ones: recipes/configs/7b/dpo.yaml",
-        ),
-        (
-            ["make", "dpo", "CONFIG=recipes/configs/tiny/dpo.yaml", "ARGS=--dataset_name missing/pairs.jsonl"],
-            "error: dataset file missing/pairs.jsonl does not exist",
-        ),
-        (["make", "eval", "DATA=missing.jsonl"], "error: dataset file missing.jsonl does not exist"),
-        (["make", "eval", "TASK=nope"], "error: argument --task: invalid choice: 'nope' (choose from 'gsm8k', "),
-        (["make", "score", "FILE=missing.jsonl", "REWARDS=math_accuracy"], "error: no file missing.jsonl"),
-        (
-            ["make", "score", "FILE=tests/fixtures/gsm8k_sample.jsonl", "REWARDS=math_acuracy"],
-            "error: unknown reward 'math_acuracy'; known: math_accuracy, format,",
-        ),
-        (["make", "grpo", "ARGS=--reward_funcs math_acuracy"], "unknown reward 'math_acuracy'; known: math_accuracy,"),
-        (
-            ["make", "grpo", "ARGS=--learnin_rate 1e-4"],
-            "error in recipes/configs/tiny/grpo.yaml: unknown flag '--learnin_rate' (did you mean --learning_rate?)",
-        ),
-        (
-            ["make", "grpo", "CONFIG=tests/fixtures/typo_grpo.yaml"],
-            "error in tests/fixtures/typo_grpo.yaml: unknown key 'learnin_rate' (did you mean learning_rate?)",
-        ),
-        (
-            [
-                "make",
-                "eval",
-                "DATA=tests/fixtures/gsm8k_sample.jsonl",
-                "REWARDS=math_accuracy",
-                "PROMPT_COLUMN=problem",
-            ],
-            "error: dataset tests/fixtures/gsm8k_sample.jsonl is missing column(s) ['problem']",
-        ),
-        (
-            ["make", "eval", "REWARDS=math_accuracy"],
-            "error: --rewards scores your own task: give its data with --data",
-        ),
-    ],
-    ids=[
-        "missing-config",
-        "missing-data",
-        "eval-missing-data",
-        "unknown-task",
-        "score-missing-file",
-        "score-unknown-reward",
-        "recipe-unknown-reward",
-        "unknown-flag",
-        "unknown-yaml-key",
-        "eval-rewards-missing-column",
-        "eval-rewards-no-data",
-    ],
-)
-def test_one_line_error_without_traceback(tiny_world, tiny_pairs, command, message):
-    result = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
+@pytest.mark.parametrize("case", CASES)
+def test_one_line_error_without_traceback(case, ended):
+    message, result = CASES[case][1], ended[case]
     assert result.returncode != 0
     assert "Traceback" not in result.stderr + result.stdout
     last = [line for line in result.stderr.splitlines() if not line.startswith("make")][-1]

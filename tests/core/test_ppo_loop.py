@@ -5,48 +5,24 @@ gradient: it must agree, and so must the losses, the rollout's log-probs (TRL's 
 chunked loop's from a forward) and the entropy."""
 
 import json
-import subprocess
-import sys
 
 import pytest
 from safetensors.torch import load_file
 
-from tests.conftest import NO_HELDOUT, REPO_ROOT
+import recipes.ppo as ppo
+from tests.recipes.helpers import run_recipe
 
-CONFIG = REPO_ROOT / "recipes" / "configs" / "tiny" / "ppo.yaml"
+CONFIG = "recipes/configs/tiny/ppo.yaml"
 
 
 def one_update(model, mode, out, dtype):
-    command = [
-        sys.executable,
-        "-m",
-        "recipes.ppo",
-        "--config",
-        str(CONFIG),
-        "--model_name_or_path",
-        str(model),
-        "--output_dir",
-        str(out),
-        "--max_steps",
-        "1",
-        "--num_ppo_epochs",
-        "1",
-        "--optim",
-        "sgd",
-        "--learning_rate",
-        "1.0",
-        "--logging_steps",
-        "1",
-        "--save_strategy",
-        "no",
-        "--logprobs",
-        mode,
-        *NO_HELDOUT,
-    ]
+    """One update of the PPO recipe in this process, parsed as the CLI parses its flags."""
+    flags = ["--model_name_or_path", str(model), "--output_dir", str(out), "--max_steps", "1", "--num_ppo_epochs", "1"]
+    flags += ["--optim", "sgd", "--learning_rate", "1.0", "--logging_steps", "1", "--save_strategy", "no"]
+    flags += ["--logprobs", mode]
     if dtype == "bfloat16":
-        command += ["--dtype", "bfloat16", "--bf16", "true"]
-    result = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr[-3000:]
+        flags += ["--dtype", "bfloat16", "--bf16", "true"]
+    run_recipe(ppo, CONFIG, *flags)
     gradients = {
         name: -weight.float()
         for name, weight in load_file(str(out / "adapter_model.safetensors")).items()
@@ -80,7 +56,7 @@ def compare(model, dtype, tmp_path, tolerance, policy_loss=True):
     return full, chunked
 
 
-@pytest.mark.slow  # two PPO processes (~33 s): make test-fast keeps the PPO recipe's own two-step test
+@pytest.mark.slow  # two PPO runs: make test-fast keeps the PPO recipe's own two-step test
 def test_one_update_equals_trls_on_the_tiny_model(tiny_world, tmp_path):
     # 1e-5 held on the shipped seed's world on three CPUs; a world built from another seed gave 1.3e-5 on one LoRA
     # tensor (fp32 sums in another order): the tolerance must not depend on which world the CPU builds

@@ -1,6 +1,7 @@
 """Bad numbers, stuck rewards, settings that cannot train, a full disk: each ends in one line, with nothing trained on
 garbage and nothing hanging. Real processes on the tiny GRPO recipe, with a reward module of the user's own (outside
-the project, on PYTHONPATH); the settings in-process, through the CLI's own parser."""
+the project, on PYTHONPATH), in full precision (their subject is not the 4-bit path); the settings in-process, through
+the CLI's own parser."""
 
 import json
 import os
@@ -16,7 +17,7 @@ import pytest
 import recipes.grpo as grpo
 import recipes.orpo as orpo
 import recipes.ppo as ppo
-from tests.conftest import NO_HELDOUT, REPO_ROOT
+from tests.conftest import FULL_PRECISION, NO_HELDOUT, REPO_ROOT
 from tests.recipes.helpers import run_recipe
 
 GRPO = "recipes/configs/tiny/grpo.yaml"
@@ -59,8 +60,9 @@ def user_rewards(tmp_path) -> dict:
 
 
 def grpo_cli(run: Path, *args: str, env=None) -> subprocess.Popen:
+    command = [sys.executable, "-m", "recipes.grpo", "--config", GRPO, *NO_HELDOUT, *FULL_PRECISION]
     return subprocess.Popen(
-        [sys.executable, "-m", "recipes.grpo", "--config", GRPO, "--output_dir", str(run), *NO_HELDOUT, *args],
+        [*command, "--output_dir", str(run), *args],
         cwd=REPO_ROOT,
         env={**os.environ, **(env or {})},
         stdout=subprocess.PIPE,

@@ -1,6 +1,7 @@
 """When things go wrong, nothing is lost and nothing is silent: real processes, real signals, on the tiny recipes.
 A kill between a logged step and the next checkpoint, a kill in the middle of a save, an unreadable checkpoint,
-Ctrl-C, another run's folder, two runs at once into one folder."""
+Ctrl-C, another run's folder, two runs at once into one folder. In full precision: the subject is the run's files and
+signals, not the 4-bit path (tests/recipes/test_{grpo,ppo}.py stop and resume runs in 4-bit)."""
 
 import json
 import signal
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import NO_HELDOUT, REPO_ROOT
+from tests.conftest import FULL_PRECISION, NO_HELDOUT, REPO_ROOT
 
 pytestmark = pytest.mark.slow  # each case trains the tiny model, kills it and resumes it
 GRPO = "recipes/configs/tiny/grpo.yaml"
@@ -22,7 +23,7 @@ def start(config: str, *args: str) -> subprocess.Popen:
     """A recipe in its own process, Ctrl-C at its default (a background job's ignored SIGINT would test nothing)."""
     method = Path(config).stem
     return subprocess.Popen(
-        [sys.executable, "-m", f"recipes.{method}", "--config", config, *NO_HELDOUT, *args],
+        [sys.executable, "-m", f"recipes.{method}", "--config", config, *NO_HELDOUT, *FULL_PRECISION, *args],
         cwd=REPO_ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

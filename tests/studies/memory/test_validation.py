@@ -43,9 +43,10 @@ def test_estimator_stays_within_25_percent_of_the_measured_peak_at_qwen_vocabula
     method and without it for GRPO and DPO; TRL's full-logits path with checkpointing for GRPO (generation +
     scoring) and DPO (pairs + a reference), the two shapes of the logits' cost (make bench-memory runs every
     method every way)."""
-    records = bench(tmp_path / "full", "--logprobs", "full", "--checkpointing", "on", "--methods", *FULL_PATH)
-    records += bench(tmp_path / "chunked", "--logprobs", "chunked", "--checkpointing", "on")
-    records += bench(tmp_path / "off", "--logprobs", "chunked", "--checkpointing", "off", "--methods", *UNCHECKPOINTED)
+    # one folder for the three: the model is built once, and each run has a folder of its own in it
+    records = bench(tmp_path, "--logprobs", "full", "--checkpointing", "on", "--methods", *FULL_PATH)
+    records += bench(tmp_path, "--logprobs", "chunked", "--checkpointing", "on")
+    records += bench(tmp_path, "--logprobs", "chunked", "--checkpointing", "off", "--methods", *UNCHECKPOINTED)
     runs = sorted((r["method"], r["logprobs"], r["settings"]["gradient_checkpointing"]) for r in records)
     assert runs == sorted(
         [(m, "full", True) for m in FULL_PATH]
