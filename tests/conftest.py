@@ -1,5 +1,7 @@
 import os
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -76,22 +78,35 @@ def tiny_pairs(tiny_world, tmp_path_factory) -> Path:
     return out
 
 
+@contextmanager
+def as_a_command(module: str, argv) -> Iterator[None]:
+    """The process state `python -m <module> <argv>` would start from, for running a command in this process: its
+    sys.argv, the repository's root as the working directory (as the Makefile runs it); the excepthook its one-line
+    errors set, the argv and the directory are put back after."""
+    import sys
+
+    saved, cwd = (sys.argv, sys.excepthook), os.getcwd()
+    sys.argv = [module, *argv]
+    os.chdir(REPO_ROOT)
+    try:
+        yield
+    finally:
+        sys.argv, sys.excepthook = saved
+        os.chdir(cwd)
+
+
 def entry_point_error(module: str, *argv: str) -> str:
     """The line a command's entry point ends with on bad input (`error: <message>`, as its excepthook prints it),
     from its own `__main__` block run in this process (runpy), where the libraries are already imported: ~9 s less
     than a new interpreter. For the checks that come before any model loads; tests/core/test_errors.py runs the
     entry points as processes, exit status and all."""
     import runpy
-    import sys
     import warnings
 
     from core.errors import ONE_LINE
 
-    saved, cwd = (sys.argv, sys.excepthook), os.getcwd()
-    sys.argv = [module, *argv]
-    os.chdir(REPO_ROOT)
     try:
-        with warnings.catch_warnings():
+        with as_a_command(module, argv), warnings.catch_warnings():
             warnings.filterwarnings("ignore", "'.*' found in sys.modules", RuntimeWarning)  # imported by a test
             runpy.run_module(module, run_name="__main__", alter_sys=False)
     except ONE_LINE as error:
@@ -100,27 +115,17 @@ def entry_point_error(module: str, *argv: str) -> str:
         if isinstance(stop.code, str):
             return stop.code
         raise
-    finally:
-        sys.argv, sys.excepthook = saved
-        os.chdir(cwd)
     raise AssertionError(f"python -m {module} {' '.join(argv)}: no error")
 
 
 def run_main(module: str, *argv: str) -> None:
-    """`python -m <module> <argv>` in this process: the module's main(argv), from the repository's root as the
-    Makefile runs it, with the excepthook its one-line errors set put back. A new interpreter would spend ~5 s
-    importing what this process already has; the runs a study trains still get processes of their own."""
+    """`python -m <module> <argv>` in this process: the module's main(argv) (`as_a_command`). A new interpreter would
+    spend ~5 s importing what this process already has; the runs a study trains still get processes of their own."""
     import importlib.util
-    import sys
 
     entry = f"{module}.__main__" if importlib.util.find_spec(f"{module}.__main__") else module
-    hook, cwd = sys.excepthook, os.getcwd()
-    os.chdir(REPO_ROOT)
-    try:
+    with as_a_command(module, argv):
         importlib.import_module(entry).main(list(argv))
-    finally:
-        sys.excepthook = hook
-        os.chdir(cwd)
 
 
 def small_comparison(profile: str, out: Path, *methods: str) -> Path:

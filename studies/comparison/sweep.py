@@ -36,8 +36,8 @@ def sweep(
     task = PROFILES[profile]["task"]
     rows = load_task_data(TASKS[task], validation, limit)
     results = []
-    measured = {"commit": commit(), **cpu()}
-    flags = precision_flags(load_in_4bit)  # rows of several sweeps can sit in one file: each says where it ran
+    measured = {"commit": commit(), **cpu()}  # rows of several sweeps can sit in one file: each says where it ran
+    flags = precision_flags(load_in_4bit)
     # one set of pairs for every learning rate: the rates are compared on the same data, sampled once (sampling
     # again per rate cost a pairs run each and could differ by the CPU kernels' rounding)
     pairs_file = None
