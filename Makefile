@@ -167,7 +167,7 @@ score: install ## score a JSONL of completions and say why (FILE, REWARDS)
 	$(PY) -m eval.score $(FILE) --rewards $(REWARDS)
 
 plot: install ## a run's metrics.png, or several runs overlaid (RUN)
-	$(PY) -m core.plots $(RUN)
+	$(PY) -m core.report.plots $(RUN)
 
 reward-check: install $(TINY)/world.json ## does GRPO raise the reward on the prompts it trains on?
 	$(PY) -m studies.reward_check $(ARGS)
@@ -179,16 +179,16 @@ compare: install $(TINY_WORLD) ## the five methods, same start and prompts -> re
 STUDY_SEEDS = $(if $(filter command line environment,$(origin SEEDS)),$(SEEDS),3)
 
 study-kl: install $(TINY_WORLD) ## what the KL term buys: GRPO beta, PPO kl_coef -> results/studies/kl/ (SEEDS=3)
-	$(PY) -m studies.kl --profile $(PROFILE) --seeds $(STUDY_SEEDS) $(ARGS)
+	$(PY) -m studies.grid.kl --profile $(PROFILE) --seeds $(STUDY_SEEDS) $(ARGS)
 
 study-k: install $(TINY_WORLD) ## GRPO's group size under reward noise -> results/studies/group-size/ (SEEDS=3)
-	$(PY) -m studies.group_size --profile $(PROFILE) --seeds $(STUDY_SEEDS) $(ARGS)
+	$(PY) -m studies.grid.group_size --profile $(PROFILE) --seeds $(STUDY_SEEDS) $(ARGS)
 
 study-length: install $(if $(filter tiny,$(PROFILE)),$(TINY_LENGTH)/world.json) ## GRPO's loss_type and length -> results/studies/length/
-	$(PY) -m studies.length --profile $(PROFILE) --seeds $(STUDY_SEEDS) $(ARGS)
+	$(PY) -m studies.grid.length --profile $(PROFILE) --seeds $(STUDY_SEEDS) $(ARGS)
 
 study-onpolicy: install $(TINY_WORLD) ## DPO/IPO on pairs sampled once vs each round, GRPO beside -> results/studies/onpolicy/
-	$(PY) -m studies.onpolicy --profile $(PROFILE) --seeds $(STUDY_SEEDS) $(ARGS)
+	$(PY) -m studies.grid.onpolicy --profile $(PROFILE) --seeds $(STUDY_SEEDS) $(ARGS)
 
 sweep: install $(TINY_WORLD) ## each method's learning rate, chosen on the validation split -> sweep.json
 	$(PY) -m studies.comparison --profile $(PROFILE) --sweep $(ARGS)

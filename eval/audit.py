@@ -1,5 +1,5 @@
 """The verdict of finished runs: held-out accuracy before -> after (paired), the training signal's trend, drift from
-the start and the checks (core/verdict.py), for one run or several side by side.
+the start and the checks (core/report/verdict.py), for one run or several side by side.
 
 Usage:
     make audit RUN=runs/grpo-tiny-20261202-101500
@@ -21,11 +21,11 @@ from pathlib import Path
 import yaml
 
 from core.errors import UserError, one_line_errors
-from core.heldout import HeldoutArguments, HeldoutEval
-from core.metrics import REWARD_KEYS, read_metrics
-from core.summary import PROFILE_TASKS
-from core.tasks import TASKS
-from core.verdict import describe, verdict
+from core.evaluation.benchmarks import TASKS
+from core.evaluation.heldout import HeldoutArguments, HeldoutEval
+from core.report.summary import PROFILE_TASKS
+from core.report.verdict import describe, verdict
+from core.runs.metrics import REWARD_KEYS, read_metrics
 from eval.run import load_for_eval
 
 

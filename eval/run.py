@@ -1,5 +1,5 @@
 """Evaluate a base model or a LoRA adapter on a math or code benchmark with the training verifiers, or on your own
-task: any dataset scored by any rewards (core/reward_task.py).
+task: any dataset scored by any rewards (core/evaluation/reward_task.py).
 
 Usage:
     make eval MODEL=artifacts/tiny/model TASK=tiny LIMIT=20
@@ -21,15 +21,15 @@ from pathlib import Path
 import torch
 from trl import ModelConfig
 
-from core.data import fit_prompt_list
 from core.errors import UserError, one_line_errors
-from core.generation import generate
-from core.heldout import score_rows
-from core.models import check_adapter, check_model, completion_room, load_model, load_tokenizer, max_positions
-from core.reward_task import load_reward_task, score_samples
-from core.run_dir import library_versions
-from core.storage import write_text_whole
-from core.tasks import TASKS, load_task_data
+from core.evaluation.benchmarks import TASKS, load_task_data
+from core.evaluation.generation import generate
+from core.evaluation.heldout import score_rows
+from core.evaluation.reward_task import load_reward_task, score_samples
+from core.inputs.data import fit_prompt_list
+from core.inputs.models import check_adapter, check_model, completion_room, load_model, load_tokenizer, max_positions
+from core.runs.folder import library_versions
+from core.runs.storage import write_text_whole
 from rewards.sandbox import SandboxUnavailable, isolation_mode, isolation_record
 
 METRICS = Path(__file__).parent / "metrics"
@@ -85,7 +85,7 @@ def evaluate_model(
     samples: list[list[str]] | None = None,
 ):
     """(summary metrics, per-sample records). Used by `make eval`, the studies and the tiny world's build; the
-    records come from `core.heldout.score_rows`, as held-out accuracy during training does.
+    records come from `core.evaluation.heldout.score_rows`, as held-out accuracy during training does.
     `samples` (k completions per row) skips generation, e.g. when vLLM generated them."""
     records = score_rows(model, tokenizer, task_name, rows, k, temperature, max_new_tokens, batch_size, samples)
     return accuracy_metrics(records, k, len(rows)), records

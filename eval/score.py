@@ -14,8 +14,8 @@ import json
 from collections import Counter
 from pathlib import Path
 
-from core.data import check_data_file, is_missing
 from core.errors import UserError, one_line_errors
+from core.inputs.data import check_data_file, is_missing
 from rewards import call_reward, get_reward_funcs, required_columns
 from rewards.code import extract_program, require_code_tests, run_row_tests
 from rewards.math import check_answers
@@ -49,7 +49,8 @@ def explain(name: str, rows: list[dict]) -> list[tuple[float | None, str]]:
 
 def read_rows(path: str) -> list[dict]:
     """The rows of a JSON-lines file (or a .json array of objects) as distributed, compressed or not, checked as
-    training's data is (`core.data.check_data_file`: UTF-8, JSON, not empty; one line naming the line otherwise)."""
+    training's data is (`core.inputs.data.check_data_file`: UTF-8, JSON, not empty; one line naming the line
+    otherwise)."""
     import fsspec
 
     if not Path(path).is_file():

@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 
 from trl import GRPOConfig, GRPOTrainer, ModelConfig, TrlParser, get_peft_config
 
-from core.callbacks import TimedReward, run_callbacks
-from core.config import parse_config, reward_timeout_field, source_of, stop_grace_field
-from core.data import (
+from core.evaluation.heldout import HeldoutArguments, cut_heldout, heldout_callbacks, own_heldout
+from core.inputs.config import parse_config, reward_timeout_field, source_of, stop_grace_field
+from core.inputs.data import (
     fit_prompt_column,
     load_data,
     prompt_columns,
@@ -22,12 +22,12 @@ from core.data import (
     warn_unparseable_golds,
     with_code_test_columns,
 )
-from core.heldout import HeldoutArguments, cut_heldout, heldout_callbacks, own_heldout
-from core.logprob_trainers import check_logprobs, with_logprobs
-from core.models import check_model, load_tokenizer, model_kwargs, prompt_room
-from core.run_dir import resolve_run_dir, write_run_files
-from core.summary import finish_run
-from core.trainers import recipe_trainer
+from core.inputs.models import check_model, load_tokenizer, model_kwargs, prompt_room
+from core.logprobs.trainers import check_logprobs, with_logprobs
+from core.report.summary import finish_run
+from core.runs.folder import resolve_run_dir, write_run_files
+from core.training.callbacks import TimedReward, run_callbacks
+from core.training.trainers import recipe_trainer
 from rewards import SandboxUnavailable, get_reward_funcs, required_columns
 from rewards.noise import flip_noise
 
@@ -78,7 +78,7 @@ class ScriptArguments:
     measure_tensor_memory: bool = field(
         default=False,
         metadata={
-            "help": "also measure the peak of live tensor bytes (core.memory_meter) into cost.json; slows training"
+            "help": "measure the peak of live tensor bytes (core.training.memory_meter) into cost.json; slows training"
         },
     )
 

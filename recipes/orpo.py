@@ -13,15 +13,15 @@ from dataclasses import dataclass, field
 from trl import ModelConfig, TrlParser, get_peft_config
 from trl.experimental.orpo import ORPOConfig, ORPOTrainer
 
-from core.callbacks import run_callbacks
-from core.config import parse_config, source_of, stop_grace_field
-from core.data import load_data
-from core.heldout import HeldoutArguments, heldout_callbacks
-from core.logprob_trainers import check_logprobs, with_logprobs
-from core.models import check_model, load_tokenizer, model_kwargs
-from core.run_dir import resolve_run_dir, write_run_files
-from core.summary import finish_run
-from core.trainers import recipe_trainer
+from core.evaluation.heldout import HeldoutArguments, heldout_callbacks
+from core.inputs.config import parse_config, source_of, stop_grace_field
+from core.inputs.data import load_data
+from core.inputs.models import check_model, load_tokenizer, model_kwargs
+from core.logprobs.trainers import check_logprobs, with_logprobs
+from core.report.summary import finish_run
+from core.runs.folder import resolve_run_dir, write_run_files
+from core.training.callbacks import run_callbacks
+from core.training.trainers import recipe_trainer
 
 
 @dataclass
@@ -49,7 +49,7 @@ class ScriptArguments:
     measure_tensor_memory: bool = field(
         default=False,
         metadata={
-            "help": "also measure the peak of live tensor bytes (core.memory_meter) into cost.json; slows training"
+            "help": "measure the peak of live tensor bytes (core.training.memory_meter) into cost.json; slows training"
         },
     )
 

@@ -17,8 +17,10 @@ from pathlib import Path
 import torch
 from trl import ModelConfig, TrlParser
 
-from core.config import parse_config, reward_timeout_field, source_of
-from core.data import (
+from core.errors import UserError
+from core.evaluation.generation import generate
+from core.inputs.config import parse_config, reward_timeout_field, source_of
+from core.inputs.data import (
     fit_prompt_column,
     load_data,
     prompt_columns,
@@ -27,10 +29,8 @@ from core.data import (
     warn_unparseable_golds,
     with_code_test_columns,
 )
-from core.errors import UserError
-from core.generation import generate
-from core.models import check_adapter, check_model, load_model, load_tokenizer, prompt_room, with_adapter
-from core.storage import write_text_whole, write_whole
+from core.inputs.models import check_adapter, check_model, load_model, load_tokenizer, prompt_room, with_adapter
+from core.runs.storage import write_text_whole, write_whole
 from rewards import SandboxUnavailable, get_reward_funcs, required_columns, weighted_sum
 
 

@@ -6,7 +6,7 @@ Usage:
     make ppo PROFILE=7b ARGS="--max_steps 100"
     python -m recipes.ppo --config recipes/configs/tiny/ppo.yaml --resume_from_checkpoint latest
 
-TRL's PPOTrainer scores with a reward *model*: `core.ppo_trainer.RewardFunctionModel` makes reward functions look like
+TRL's PPOTrainer scores with a reward *model*: `core.training.ppo.RewardFunctionModel` makes reward functions look like
 one, and `ResumablePPOTrainer` adds the resume TRL's experimental PPO lacks.
 """
 
@@ -17,9 +17,10 @@ from transformers import AutoModelForCausalLM, AutoModelForSequenceClassificatio
 from trl import ModelConfig, TrlParser, get_peft_config
 from trl.experimental.ppo import PPOConfig
 
-from core.callbacks import TimedReward, run_callbacks
-from core.config import parse_config, reward_timeout_field, source_of, stop_grace_field
-from core.data import (
+from core.errors import DataError
+from core.evaluation.heldout import HeldoutArguments, cut_heldout, heldout_callbacks, own_heldout, refuse_own_heldout
+from core.inputs.config import parse_config, reward_timeout_field, source_of, stop_grace_field
+from core.inputs.data import (
     fit_prompt_column,
     load_data,
     prompt_columns,
@@ -28,16 +29,20 @@ from core.data import (
     warn_unparseable_golds,
     with_code_test_columns,
 )
-from core.distributed import requested_zero_stage
-from core.errors import DataError
-from core.heldout import HeldoutArguments, cut_heldout, heldout_callbacks, own_heldout, refuse_own_heldout
-from core.logprob_trainers import check_logprobs
-from core.models import check_model, load_model, load_tokenizer, prompt_room
-from core.ppo_loop import ChunkedPPOTrainer
-from core.ppo_trainer import ResumablePPOTrainer, RewardFunctionModel, load_value_model, prompts_per_update
-from core.run_dir import resolve_run_dir, write_run_files
-from core.summary import finish_run
-from core.trainers import recipe_trainer
+from core.inputs.distributed import requested_zero_stage
+from core.inputs.models import check_model, load_model, load_tokenizer, prompt_room
+from core.logprobs.trainers import check_logprobs
+from core.report.summary import finish_run
+from core.runs.folder import resolve_run_dir, write_run_files
+from core.training.callbacks import TimedReward, run_callbacks
+from core.training.ppo import (
+    ChunkedPPOTrainer,
+    ResumablePPOTrainer,
+    RewardFunctionModel,
+    load_value_model,
+    prompts_per_update,
+)
+from core.training.trainers import recipe_trainer
 from rewards import SandboxUnavailable, get_reward_funcs, required_columns
 
 
@@ -72,8 +77,8 @@ class ScriptArguments:
     logprobs: str = field(
         default="full",
         metadata={
-            "help": "full: TRL's loop (full-vocabulary logits, stacked rollout scores); chunked: core.ppo_loop, "
-            "per-token log-probs from hidden states in chunks (the 7B memory path)"
+            "help": "full: TRL's loop (full-vocabulary logits, stacked rollout scores); chunked: "
+            "core.logprobs.ppo_loop, per-token log-probs from hidden states in chunks (the 7B memory path)"
         },
     )
     reward_timeout: float = reward_timeout_field()
@@ -82,7 +87,7 @@ class ScriptArguments:
     measure_tensor_memory: bool = field(
         default=False,
         metadata={
-            "help": "also measure the peak of live tensor bytes (core.memory_meter) into cost.json; slows training"
+            "help": "measure the peak of live tensor bytes (core.training.memory_meter) into cost.json; slows training"
         },
     )
 
@@ -113,7 +118,7 @@ def main(
     if requested_zero_stage() == 3:
         raise SystemExit(
             "PPO does not run under ZeRO-3: its critic shares the policy's frozen 4-bit base module for module "
-            "(core.ppo_trainer.load_value_model), which ZeRO-3 partitions as it loads; use LAUNCH=zero2 or multi_gpu"
+            "(core.training.ppo.load_value_model), which ZeRO-3 partitions as it loads; use LAUNCH=zero2 or multi_gpu"
         )
     check_model(model_args, source_of("model_name_or_path"))
 

@@ -7,7 +7,7 @@ reward that catches the interruption once is interrupted again (one that catches
 stopped in-process). Elsewhere (a reward called
 from a worker thread) the thread gets an asynchronous exception, which stops Python code but not a blocking call.
 Code that holds the interpreter lock in C for good (no Python line runs) cannot be interrupted in-process at all;
-`core.callbacks.StopOnSignal` ends such a run from outside.
+`core.training.callbacks.StopOnSignal` ends such a run from outside.
 
 A call that passes `NOTICE_FRACTION` of its limit prints one notice naming the reward, so a slow judge is seen
 before it is stopped.
@@ -111,8 +111,8 @@ def limited(name: str, completions: int, seconds: float | None):
 
 def interrupt_main_thread() -> None:
     """Raises `Expired` in the main thread at once, and again every second until `stop_interrupting` (a stuck step
-    after SIGTERM, `core.callbacks.StopOnSignal`; callable from any thread once `install_alarm_handler` ran): by the
-    same SIGALRM the limit uses, so a blocking system call is broken too."""
+    after SIGTERM, `core.training.callbacks.StopOnSignal`; callable from any thread once `install_alarm_handler` ran):
+    by the same SIGALRM the limit uses, so a blocking system call is broken too."""
     INTERRUPTED["on"] = ARMED["on"] = True
     signal.setitimer(signal.ITIMER_REAL, 0.001, REFIRE_SECONDS)
 

@@ -30,7 +30,7 @@ from pathlib import Path
 import torch
 
 from core.errors import one_line_errors
-from core.provenance import commit, cpu
+from core.runs.provenance import commit, cpu
 from eval.run import evaluate_model
 from tasks import code as code_task
 from tasks import shipped
@@ -59,7 +59,7 @@ DEFAULTS = {
     "slip_rate": 0.5,
 }
 CODE_DEFAULTS = DEFAULTS | {"sft_steps": 300, "world": "code"}
-# The length world (studies/length): the math world whose teacher answers half its problems directly, without the
+# The length world (studies/grid/length): the math world whose teacher answers half its problems directly, without the
 # columns, so a policy can choose its length and the choice matters for correctness.
 LENGTH_DEFAULTS = DEFAULTS | {"world": "length", "direct_rate": 0.5}
 WORLD_DEFAULTS = {"math": DEFAULTS, "code": CODE_DEFAULTS, "length": LENGTH_DEFAULTS}

@@ -11,7 +11,7 @@ imitates the teacher and so learns the slip as part of its own distribution, as 
 human-written data; the `answer` column (what rewards and eval check) is always right. That is the gap between
 imitation and optimising for correctness that the RL methods are compared on.
 
-With `direct_rate` (the length world, `studies/length`), the teacher writes that share of its demonstrations as a
+With `direct_rate` (the length world, `studies/grid/length`), the teacher writes that share of its demonstrations as a
 direct answer, `47+38=85.` with no columns: always right, but a tiny model cannot learn to add without the steps
 (13.5%), so the warm start's short answers are mostly wrong and its long ones mostly right. A policy can then
 choose its length, one token after the operands, and what training does to length is seen by correctness.

@@ -44,7 +44,7 @@ def tiny_code_world() -> Path:
 
 @pytest.fixture(scope="session")
 def tiny_length_world() -> Path:
-    """The length world (studies/length), installed from the shipped one as `make tiny` installs it."""
+    """The length world (studies/grid/length), installed from the shipped one as `make tiny` installs it."""
     from tasks.shipped import install
 
     out = REPO_ROOT / "artifacts" / "tiny-length"

@@ -9,6 +9,9 @@ from tests.conftest import REPO_ROOT
 
 # Each package may import from lower layers and from itself, never from its own layer or above (docs/architecture.md).
 LAYERS = {"rewards": 0, "tasks": 0, "core": 1, "recipes": 2, "eval": 2, "studies": 3}
+# core's rooms, lowest first: a room imports from the rooms below it and from itself, never from one above; the
+# modules at core's top (errors, library_noise) sit under every room and import no room.
+CORE_ROOMS = ["runs", "inputs", "logprobs", "training", "evaluation", "report"]
 MAX_MODULE_LINES = 450
 README = (REPO_ROOT / "README.md").read_text()
 
@@ -88,8 +91,9 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 def test_the_graph_sees_function_level_imports():
     graph = import_graph()
     # studies.bench_rewards imports math_verify's parse inside a function and the project's modules at the top;
-    # core.plots imports matplotlib inside plot_runs: third-party imports are not edges, project ones anywhere are.
-    assert "core.errors" in graph["core.plots"] and "rewards.math" in graph["studies.bench_rewards"]
+    # core.report.plots imports matplotlib inside plot_runs: third-party imports are not edges, project ones anywhere
+    # are.
+    assert "core.errors" in graph["core.report.plots"] and "rewards.math" in graph["studies.bench_rewards"]
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
@@ -104,6 +108,31 @@ def test_dependencies_point_down_the_layers():
         for target in targets
         if module.split(".")[0] != target.split(".")[0]
         and LAYERS[target.split(".")[0]] >= LAYERS[module.split(".")[0]]
+    ]
+    assert upward == []
+
+
+def core_room(module: str) -> int:
+    """A core module's room index; -1 for the modules at core's top."""
+    parts = module.split(".")
+    return CORE_ROOMS.index(parts[1]) if len(parts) > 2 else -1
+
+
+def test_core_is_rooms_and_they_point_down():
+    modules = [m for m in project_modules() if m.startswith("core.")]
+    rooms = {m.split(".")[1] for m in modules if m.count(".") >= 1 and m.split(".")[1] in CORE_ROOMS}
+    assert rooms == set(CORE_ROOMS)
+    top = sorted(m for m in modules if m.count(".") == 1 and m.split(".")[1] not in CORE_ROOMS)
+    assert top == ["core.errors", "core.library_noise"]  # everything else lives in a room
+    upward = [
+        f"{module} -> {target}"
+        for module, targets in import_graph().items()
+        if module.startswith("core.")
+        for target in targets
+        if target.startswith("core.")
+        and target != "core"
+        and core_room(target) >= 0
+        and core_room(target) > core_room(module)
     ]
     assert upward == []
 

@@ -81,10 +81,10 @@ FAILURE_ROWS = {
         "recipes/test_grpo.py::test_sigterm",
     ],
     "checkpoint rotation": ["recipes/test_faults.py::test_another_runs_folder_is_refused_or_reused"],
-    "data: a malformed line": ["core/test_data.py::test_load_data_names_the_file_and_the_line"],
-    "data: a missing, null or empty prompt": ["core/test_data.py::test_a_null_gold_is_never_scored_correct"],
-    "data: prompts longer than": ["core/test_data.py::test_long_prompts_are_refused_with_their_rows_or_cut_to_fit"],
-    "settings: learning rate <= 0": ["core/test_config.py::test_bad_settings_are_one_line_before_any_model_loads"],
+    "data: a malformed line": ["core/inputs/test_data.py::test_load_data_names_the_file_and_the_line"],
+    "data: a missing, null or empty prompt": ["core/inputs/test_data.py::test_a_null_gold_is_never_scored_correct"],
+    "data: prompts longer than": ["core/inputs/test_data.py::test_long_prompts_are_refused_with_their_rows_or_cut_to_fit"],
+    "settings: learning rate <= 0": ["core/inputs/test_config.py::test_bad_settings_are_one_line_before_any_model_loads"],
     "a reward that raises": [
         "rewards/test_reward_calls.py::test_broken_rewards_are_named_with_the_row",
         "recipes/test_grpo.py::test_a_broken_reward_ends_training_in_one_line_naming_it",
@@ -101,12 +101,12 @@ FAILURE_ROWS = {
     "settings that cannot train": ["recipes/test_bad_numbers.py::test_settings_that_cannot_train_are_refused"],
     "the disk fills": [
         "recipes/test_bad_numbers.py::test_a_full_disk_during_a_checkpoint_keeps_the_earlier_ones",
-        "core/test_storage.py::test_a_kill_in_the_middle_of_a_write",
-        "core/test_storage.py::test_a_write_to_a_full_filesystem",
+        "core/runs/test_storage.py::test_a_kill_in_the_middle_of_a_write",
+        "core/runs/test_storage.py::test_a_write_to_a_full_filesystem",
     ],
     "`make pairs` finds no pair": [
         "recipes/test_pairs.py::test_no_pair_is_an_error_with_its_causes_and_no_file",
-        "core/test_data.py::test_dpo_and_orpo_refuse_a_pairs_file_without_pairs",
+        "core/inputs/test_data.py::test_dpo_and_orpo_refuse_a_pairs_file_without_pairs",
     ],
     "a refusal under `LAUNCH=`": [
         "recipes/test_distributed.py::test_fsdp_on_cpu_is_refused_in_one_line",

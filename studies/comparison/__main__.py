@@ -49,12 +49,16 @@ import time
 from pathlib import Path
 
 from core.errors import one_line_errors
-from core.provenance import code_digest, commit, cpu
-from core.run_dir import library_versions
-from core.tasks import TASKS, load_task_data
+from core.evaluation.benchmarks import TASKS, load_task_data
+from core.runs.folder import library_versions
+from core.runs.provenance import code_digest, commit, cpu
 from studies.comparison.published import against_published, read_published
 from studies.comparison.report import plot, write_markdown
-from studies.comparison.runs import (
+from studies.comparison.summary import aggregate, summarise
+from studies.comparison.sweep import sweep
+from studies.comparison.versus import versus
+from studies.memory.estimate import estimate_all
+from studies.runner import (
     CHECKPOINTS,
     METHODS,
     PROFILES,
@@ -69,10 +73,6 @@ from studies.comparison.runs import (
     steps_for,
     train_all,
 )
-from studies.comparison.summary import aggregate, summarise
-from studies.comparison.sweep import sweep
-from studies.comparison.versus import versus
-from studies.memory.estimate import estimate_all
 
 
 def write_report(summary: dict, settings: dict, estimates: dict, out: Path) -> None:

@@ -3,9 +3,9 @@
 import json
 from pathlib import Path
 
-from core.plots import rolling_mean
-from studies.comparison.runs import SCRIPT
+from core.report.plots import rolling_mean
 from studies.comparison.versus import markdown, what_holds
+from studies.runner import SCRIPT
 
 
 def pct(value, ci=None) -> str:

@@ -6,14 +6,14 @@ from pathlib import Path
 
 import yaml
 
-from core.metrics import REWARD_KEYS, first_last, reward_curve
-from core.stats import over_seeds, paired_difference
-from studies.comparison.runs import PREFERENCE_METHODS, SCRIPT, samples_per_step
+from core.report.stats import over_seeds, paired_difference
+from core.runs.metrics import REWARD_KEYS, first_last, reward_curve
+from studies.runner import PREFERENCE_METHODS, SCRIPT, samples_per_step
 
 CLIPPED_FLAG = 0.05  # a method whose held-out completions hit the length limit more often than this is flagged
 
-# What each method holds in memory while it trains. (Its training signal, core.metrics.REWARD_KEYS: GRPO and PPO log
-# the task reward of the batch; DPO and ORPO have no task reward in training, only their implicit reward margin.)
+# What each method holds in memory while it trains. (Its training signal, core.runs.metrics.REWARD_KEYS: GRPO and PPO
+# log the task reward of the batch; DPO and ORPO have no task reward in training, only their implicit reward margin.)
 HOLDS = {
     "grpo": "policy; reference = the same base with the adapter off",
     "ppo": "policy + critic (own LoRA + head on the policy's 4-bit base); reference = adapter off; reward: a function",

@@ -4,9 +4,9 @@ test); writes sweep.json and sweep.png."""
 import json
 from pathlib import Path
 
-from core.provenance import commit, cpu
-from core.tasks import TASKS, load_task_data
-from studies.comparison.runs import (
+from core.evaluation.benchmarks import TASKS, load_task_data
+from core.runs.provenance import commit, cpu
+from studies.runner import (
     METHODS,
     PREFERENCE_METHODS,
     PROFILES,

@@ -1,12 +1,12 @@
 """Method against method: for every pair of methods, the difference in sampled pass@1 and in greedy accuracy on
 the same held-out problems under the same seeds (seed s of one against seed s of the other), with a 95% interval
-that counts both the seeds' and the problems' variance (core.stats.crossed_difference), and the sentences that say
-what holds, generated from those intervals: a sentence claims an order only where its interval excludes zero."""
+that counts both the seeds' and the problems' variance (core.report.stats.crossed_difference), and the sentences that
+say what holds, generated from those intervals: a sentence claims an order only where its interval excludes zero."""
 
 import textwrap
 from itertools import combinations
 
-from core.stats import crossed_difference
+from core.report.stats import crossed_difference
 
 METRICS = {"sampled": "sampled pass@1", "greedy": "greedy accuracy"}
 

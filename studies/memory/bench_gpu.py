@@ -13,8 +13,8 @@ wrong one, so every sequence length is known (random weights never stop early: c
 Each method runs with both log-prob paths (`--logprobs chunked full`: the configs' chunks, TRL's full logits).
 Reports per method and path: peak GPU memory (torch.cuda.max_memory_allocated since training began, the model included)
 next to `studies.memory.estimate`'s figure for exactly those settings and lengths, and the estimate's error, and the
-live-tensor meter's peak (core.memory_meter, which validated the estimator on the CPU) beside CUDA's own count;
-seconds per step (metered, ~1.1x slower),
+live-tensor meter's peak (core.training.memory_meter, which validated the estimator on the CPU) beside CUDA's own
+count; seconds per step (metered, ~1.1x slower),
 samples per second, and generation tokens per second (transformers generate in 4-bit, k=8 completions of the
 configured length). Writes <out>/summary.json in `make compare`'s schema (accuracy fields null: the weights are
 random) and summary.md. Without CUDA it stops at once, naming the missing GPU.
@@ -29,13 +29,13 @@ import time
 from pathlib import Path
 
 from core.errors import one_line_errors
-from core.generation import generate
-from core.models import load_model, load_tokenizer
-from core.run_dir import library_versions
-from studies.comparison.runs import METHODS
+from core.evaluation.generation import generate
+from core.inputs.models import load_model, load_tokenizer
+from core.runs.folder import library_versions
 from studies.comparison.summary import HOLDS, samples_trained
 from studies.memory.estimate import GB, architecture, estimate, resolve_model_config, settings_from_config
 from studies.memory.validation import with_pair_lengths, write_data
+from studies.runner import METHODS
 from studies.tiny_world import build_tokenizer
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

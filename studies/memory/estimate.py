@@ -19,7 +19,7 @@ Components, in GB (2**30 bytes), per process:
   gradients_gb      one gradient per trainable parameter, in its dtype (policy and PPO's critic)
   optimizer_gb      AdamW state: 8 bytes per trainable parameter, 2 for the 8-bit optimizers
   critic_weights_gb PPO only: the critic's own tensors, its LoRA and scalar head; its 4-bit base, embeddings and
-                    norms are the policy's (core.ppo_trainer.load_value_model shares them)
+                    norms are the policy's (core.training.ppo.load_value_model shares them)
   rollout_buffer_gb PPO only: the rollout's fp32 logits (rollout batch x response x vocabulary), kept for its epochs
   activations_gb    saved for backward, per model that trains (PPO: two): with activation checkpointing each layer's
                     input plus one layer's working set during its recompute; without it every layer's working set
@@ -50,8 +50,8 @@ from pathlib import Path
 import yaml
 
 from core.errors import one_line_errors
-from core.logprobs import chunk_tokens
-from core.memory_meter import quant_state_tensors
+from core.logprobs.token_logprobs import chunk_tokens
+from core.training.memory_meter import quant_state_tensors
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 GB = 2**30
@@ -177,7 +177,7 @@ class Settings:
     lora_targets: str | list[str] = "all-linear"
     optimizer: str = "paged_adamw_8bit"
     gradient_checkpointing: bool = True
-    logprobs: str = "full"  # "chunked": core.logprobs, no full-vocabulary logits
+    logprobs: str = "full"  # "chunked": core.logprobs.token_logprobs, no full-vocabulary logits
 
 
 def _default(config_class, name):
@@ -284,9 +284,9 @@ def _scored_tokens(settings: Settings, sequences: int) -> int:
 
 
 def _chunked_bytes(arch: Architecture, settings: Settings, sequences: int) -> float:
-    """core.logprobs' transient: three fp32 [chunk x vocabulary] buffers at a time (the chunk's log-softmax, its
-    softmax, and their product or logsumexp's temporaries; measured), plus the fp32 d logp / d h rows it keeps for
-    backward."""
+    """core.logprobs.token_logprobs' transient: three fp32 [chunk x vocabulary] buffers at a time (the chunk's
+    log-softmax, its softmax, and their product or logsumexp's temporaries; measured), plus the fp32 d logp / d h rows
+    it keeps for backward."""
     scored = _scored_tokens(settings, sequences)
     return 3 * 4 * min(chunk_tokens(arch.vocab), scored) * arch.vocab + 4 * scored * arch.hidden
 

@@ -1,5 +1,5 @@
 """Validate the memory estimator: each method trains 2 steps through its real recipe, 4-bit + LoRA, on random-init
-Qwen2 models, with the 7B profile's settings; the peak of live tensor bytes (core.memory_meter, what
+Qwen2 models, with the 7B profile's settings; the peak of live tensor bytes (core.training.memory_meter, what
 torch.cuda.max_memory_allocated counts on a GPU) is compared with `studies.memory.estimate` for exactly those settings.
 
 Usage:
@@ -8,13 +8,13 @@ Usage:
 
 Models: ~86M and ~320M parameters at a 32,000-token vocabulary, and one at Qwen2.5's 152,064 tokens (hidden 512, 4
 layers), where the logits dominate as they do at 7B. Each runs both log-prob paths (`logprobs: full`, TRL's;
-`chunked`, core.logprobs) with activation checkpointing on and off. Settings are `recipes/configs/7b/<method>.yaml`
-as written (micro-batch, GRPO's k = 8, LoRA r=16 on all linear layers, nested NF4, paged_adamw_8bit, bf16 compute,
-PPO's critic on the policy's base), with three changes for a CPU's time: completions of 64 tokens instead of the 7B
-length, one generation's micro-batches per optimizer step (GRPO: k / micro-batch = 2, the others 1: the peak is
-per micro-batch; PPO's rollout shrinks with it and the estimator is given the same), and `use_cpu`. The data is
-one GSM8K question (with the 7B system prompt) repeated, and one chosen/rejected pair built from it, so every
-sequence length is known exactly: a random model never stops early, so completions run to their limit.
+`chunked`, core.logprobs.token_logprobs) with activation checkpointing on and off. Settings are
+`recipes/configs/7b/<method>.yaml` as written (micro-batch, GRPO's k = 8, LoRA r=16 on all linear layers, nested NF4,
+paged_adamw_8bit, bf16 compute, PPO's critic on the policy's base), with three changes for a CPU's time: completions of
+64 tokens instead of the 7B length, one generation's micro-batches per optimizer step (GRPO: k / micro-batch = 2, the
+others 1: the peak is per micro-batch; PPO's rollout shrinks with it and the estimator is given the same), and
+`use_cpu`. The data is one GSM8K question (with the 7B system prompt) repeated, and one chosen/rejected pair built from
+it, so every sequence length is known exactly: a random model never stops early, so completions run to their limit.
 
 Per run it compares three measured parts with the estimate's: the model (4-bit bases, LoRA, PPO's critic: live
 when training starts), what stays live between steps (adds the optimizer state), and the peak. Writes

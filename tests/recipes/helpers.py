@@ -17,7 +17,7 @@ from tests.conftest import NO_HELDOUT, REPO_ROOT
 def run_recipe(module, config: str, *overrides: str, heldout: bool = False):
     """Parses exactly as the CLI does (TrlParser, YAML + overrides) and runs main() in this process. Held-out
     evaluation (in a training recipe) as the config has it with `heldout`, else only where the overrides ask for it."""
-    from core.config import parse_config
+    from core.inputs.config import parse_config
 
     parser = module_parser(module)
     quiet = () if heldout else heldout_off(parser)
@@ -43,7 +43,7 @@ def module_parser(module):
 def heldout_off(parser) -> tuple[str, ...]:
     """The flags that turn held-out evaluation off, for a recipe whose parser has them (every training recipe, not
     recipes.pairs)."""
-    from core.heldout import HeldoutArguments
+    from core.evaluation.heldout import HeldoutArguments
 
     return NO_HELDOUT if HeldoutArguments in parser.dataclass_types else ()
 
@@ -59,8 +59,8 @@ def assert_adapter_loads_and_generates(run_dir: Path, base: Path):
     from peft import PeftModel
     from trl import ModelConfig
 
-    from core.generation import generate
-    from core.models import load_model, load_tokenizer
+    from core.evaluation.generation import generate
+    from core.inputs.models import load_model, load_tokenizer
 
     model_args = ModelConfig(
         model_name_or_path=str(base), load_in_4bit=True, use_bnb_nested_quant=True, dtype="float32"
@@ -129,7 +129,7 @@ def lora_weights_changed(run_dir: Path) -> bool:
 def assert_run_summary(run_dir: Path, method: str, printed: str, steps: int = 2, heldout: bool = False) -> dict:
     """The end-of-run summary: printed, and in summary.json with the values metrics.jsonl and cost.json hold; with
     `heldout`, the verdict's block too (held-out before -> after at steps 0 and the last, drift)."""
-    from core.metrics import REWARD_KEYS, first_last, reward_curve
+    from core.runs.metrics import REWARD_KEYS, first_last, reward_curve
 
     summary = json.loads((run_dir / "summary.json").read_text())
     first, last = first_last(reward_curve(run_dir, REWARD_KEYS[method]))

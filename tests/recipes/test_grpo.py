@@ -197,7 +197,7 @@ def test_a_run_without_signal_says_so(tiny_world, tmp_path, capsys):
 
 
 def test_a_run_with_signal_is_not_flagged(tmp_path):
-    from core.summary import no_signal
+    from core.report.summary import no_signal
 
     rows = [
         {"step": s, "reward": r, "reward_std": 0.4, "frac_reward_zero_std": 0.5, "grad_norm": 0.1}

@@ -6,13 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from core.metrics import first_last
+from core.runs.metrics import first_last
 from studies.comparison.__main__ import main
 from studies.comparison.published import against_published, read_published
 from studies.comparison.report import compute_lines, headline_table
-from studies.comparison.runs import METHODS, steps_for
 from studies.comparison.summary import aggregate
 from studies.comparison.versus import sentence, what_holds
+from studies.runner import METHODS, steps_for
 from tests.conftest import REPO_ROOT, run_main
 
 FIELDS = (

@@ -1,6 +1,6 @@
 import pytest
 
-from core.stats import paired_difference
+from core.report.stats import paired_difference
 
 
 def test_paired_difference_by_hand():

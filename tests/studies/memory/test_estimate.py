@@ -10,7 +10,7 @@ import torch
 from transformers import AutoModelForCausalLM, Qwen2Config
 from trl import ModelConfig
 
-from core.models import load_model
+from core.inputs.models import load_model
 from studies.memory.estimate import (
     GB,
     METHODS,

@@ -1,0 +1,340 @@
+"""Training and scoring the comparison's runs: each method in its own process through its recipe, then every adapter
+and the starting model on the same held-out (and validation) problems."""
+
+import json
+import math
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import torch
+import yaml
+
+from core.evaluation.benchmarks import TASKS, load_task_data
+from eval.run import correct_per_problem, evaluate_model, load_for_eval
+
+METHODS = ("grpo", "ppo", "dpo", "ipo", "orpo")
+PREFERENCE_METHODS = ("dpo", "ipo", "orpo")  # train one epoch on pairs sampled from the start model
+# IPO is DPO's script with its own YAML (loss_type: [ipo]); its memory is DPO's (the same trainer and tensors).
+SCRIPT = {"ipo": "dpo"}
+
+PROFILES = {
+    "tiny": {
+        "task": "tiny",
+        "prompts": 320,
+        "eval_limit": None,
+        "eval_k": 8,
+        "model_name": "artifacts/tiny/model",
+        "validation": "artifacts/tiny/data/validation.jsonl",
+    },
+    "tiny-code": {
+        "task": "tiny-code",
+        "prompts": 320,
+        "eval_limit": None,
+        "eval_k": 8,
+        "model_name": "artifacts/tiny-code/model",
+        "validation": "artifacts/tiny-code/data/validation.jsonl",
+    },
+    # the length world (studies/grid/length; GRPO only): the math world where a policy can choose its length
+    "tiny-length": {
+        "task": "tiny-length",
+        "prompts": 320,
+        "eval_limit": None,
+        "eval_k": 8,
+        "model_name": "artifacts/tiny-length/model",
+        "validation": "artifacts/tiny-length/data/validation.jsonl",
+    },
+    "7b": {
+        "task": "gsm8k",
+        "prompts": 512,
+        "eval_limit": 500,
+        "eval_k": 4,
+        "model_name": "qwen2.5-7b",
+        "validation": None,
+    },
+}
+
+# The sweep's grid: learning rates around each method's working range on the tiny worlds.
+SWEEP_GRID = {
+    "grpo": [2e-4, 5e-4, 1e-3],
+    "ppo": [2e-4, 5e-4, 1e-3],
+    "dpo": [5e-5, 1e-4, 5e-4],
+    "ipo": [5e-5, 1e-4, 5e-4],
+    "orpo": [5e-5, 1e-4, 5e-4],
+}
+
+CHECKPOINTS = 4  # accuracy against compute: an adapter at every quarter of the budget
+
+
+def recipe_config(profile: str, method: str) -> tuple[Path, dict]:
+    path = Path("recipes/configs") / profile / f"{method}.yaml"
+    if not path.is_file():
+        raise SystemExit(f"--profile {profile}: no recipe config {path}")
+    return path, yaml.safe_load(path.read_text())
+
+
+def samples_per_step(method: str, config: dict) -> int:
+    """Samples an optimizer step trains on: completions for GRPO (k per prompt) and PPO (one per prompt, over all its
+    mini-batches), pairs for DPO/ORPO."""
+    per_step = config.get("per_device_train_batch_size", 8) * config.get("gradient_accumulation_steps", 1)
+    return per_step * config.get("num_mini_batches", 1) if method == "ppo" else per_step
+
+
+def steps_for(method: str, config: dict, prompts: int) -> int:
+    """Optimizer steps that show each of `prompts` prompts once (GRPO and PPO; DPO/ORPO run one epoch)."""
+    group = config.get("num_generations", 8) if method == "grpo" else 1
+    prompts_per_step = samples_per_step(method, config) // group
+    return max(1, math.ceil(prompts / prompts_per_step))
+
+
+def run(command: list[str], log: Path) -> float:
+    start = time.time()
+    with open(log, "w") as fh:
+        result = subprocess.run(command, stdout=fh, stderr=subprocess.STDOUT)
+    if result.returncode:
+        raise SystemExit(
+            f"{' '.join(command)} failed (exit {result.returncode}); see {log}:\n"
+            + "\n".join(log.read_text().splitlines()[-15:])
+        )
+    return time.time() - start
+
+
+def add_precision_argument(parser) -> None:
+    """`--load_in_4bit true|false`, for the comparison and every study."""
+    parser.add_argument(
+        "--load_in_4bit",
+        choices=["true", "false"],
+        help="train, sample pairs and score in 4-bit NF4 (true) or full precision (default: the profile's configs)",
+    )
+
+
+def resolve_load_in_4bit(profile: str, flag: str | None) -> bool:
+    """The precision `--load_in_4bit` asks for, or else the one the profile's configs train in."""
+    return bool(recipe_config(profile, "grpo")[1].get("load_in_4bit")) if flag is None else flag == "true"
+
+
+def precision_flags(load_in_4bit: bool) -> tuple[str, ...]:
+    """The recipe flags that train (and sample) in full precision instead of the tiny configs' 4-bit NF4."""
+    return () if load_in_4bit else ("--load_in_4bit", "false")
+
+
+def sample_pairs(
+    profile: str,
+    prompts: int,
+    out: Path,
+    seed: int,
+    adapter: Path | None = None,
+    skip: int = 0,
+    name: str = "",
+    flags=(),
+) -> Path:
+    """`make pairs` on `prompts` training prompts after the first `skip`: k samples each at GRPO's k and temperature,
+    from the starting model or with `adapter` on (on-policy pairs from the current policy), scored with the same
+    rewards; the file DPO, IPO and ORPO train on. `flags` go to the pairs recipe (e.g. `precision_flags`)."""
+    pairs_path = recipe_config(profile, "pairs")[0]
+    grpo_config = recipe_config(profile, "grpo")[1]
+    pairs_file = out / f"{name or 'pairs'}-seed{seed}.jsonl"
+    command = [sys.executable, "-m", "recipes.pairs", "--config", str(pairs_path), "--max_prompts", str(prompts)]
+    command += ["--num_samples", str(grpo_config.get("num_generations", 8)), "--seed", str(seed)]
+    command += ["--temperature", str(grpo_config.get("temperature", 1.0)), "--output", str(pairs_file)]
+    if skip:
+        command += ["--skip_prompts", str(skip)]
+    if adapter is not None:
+        command += ["--adapter", str(adapter)]
+    run([*command, *flags], out / f"{name or 'pairs'}-seed{seed}.log")
+    return pairs_file
+
+
+def recipe_command(
+    profile: str,
+    method: str,
+    run_dir: Path,
+    seed: int,
+    prompts: int,
+    pairs_file: Path | None = None,
+    learning_rate: float | None = None,
+    checkpoints: int = 0,
+    flags=(),
+) -> tuple[list[str], int]:
+    """The recipe's command line for one run on the study's budget (each of `prompts` prompts once; one epoch of
+    `pairs_file` for the preference methods), and its optimizer steps. `flags` come last, so they win."""
+    path, config = recipe_config(profile, method)
+    command = [sys.executable, "-m", f"recipes.{SCRIPT.get(method, method)}", "--config", str(path)]
+    # held-out evaluation during training off: the studies score every adapter themselves, on more problems, and
+    # the runs' own evaluations would only add their seconds to each method's time (a study's flags may turn it on)
+    command += ["--output_dir", str(run_dir), "--logging_steps", "1", "--seed", str(seed), "--heldout_limit", "0"]
+    if method in PREFERENCE_METHODS:
+        steps = max(1, math.ceil(sum(1 for _ in open(pairs_file)) / samples_per_step(method, config)))
+        command += ["--dataset_name", str(pairs_file), "--max_steps", "-1", "--num_train_epochs", "1"]
+    else:
+        overridden = {**config, **_numeric_flags(flags)}  # a study's num_generations or batch changes the steps
+        steps = steps_for(method, overridden, prompts)
+        command += ["--max_train_samples", str(prompts), "--max_steps", str(steps)]
+    if learning_rate is not None:
+        command += ["--learning_rate", str(learning_rate)]
+    # every 1/checkpoints of the budget, all kept (the recipe YAMLs keep only the last few)
+    if checkpoints:
+        command += ["--save_strategy", "steps", "--save_steps", str(max(1, steps // checkpoints))]
+        command += ["--save_total_limit", str(steps + 1)]
+    else:
+        command += ["--save_strategy", "no"]
+    return command + list(flags), steps
+
+
+def _numeric_flags(flags) -> dict:
+    """`--key value` pairs among `flags` whose value is an integer (the keys that set a run's steps)."""
+    flags = list(flags)
+    return {
+        key[2:]: int(value)
+        for key, value in zip(flags, flags[1:], strict=False)
+        if key.startswith("--") and value.lstrip("-").isdigit()
+    }
+
+
+def train_all(
+    profile: str,
+    prompts: int,
+    out: Path,
+    methods,
+    seed: int = 0,
+    learning_rates: dict | None = None,
+    checkpoints: int = CHECKPOINTS,
+    flags=(),
+    pairs_file: Path | None = None,
+) -> dict:
+    """Train every method once with `seed`, each in its own process; returns (method, seed) -> run folder. With
+    `checkpoints`, each run saves its adapter at every 1/checkpoints of its budget (and their times). `flags` go to
+    every recipe, the pairs' sampling included. The preference methods train on `pairs_file`, sampled here when not
+    given."""
+    runs = {}
+    if pairs_file is None and set(PREFERENCE_METHODS) & set(methods):
+        pairs_file = sample_pairs(profile, prompts, out, seed, flags=flags)
+    for method in methods:
+        run_dir = out / f"{method}-seed{seed}"
+        shutil.rmtree(run_dir, ignore_errors=True)  # the study's own run folder from an earlier `make compare`
+        rate = (learning_rates or {}).get(method)
+        command, _ = recipe_command(profile, method, run_dir, seed, prompts, pairs_file, rate, checkpoints, flags)
+        print(f"[compare] training {method} (seed {seed}) ...", flush=True)
+        seconds = run(command, out / f"{method}-seed{seed}.log")
+        print(f"[compare] {method} (seed {seed}) done in {seconds:.0f} s", flush=True)
+        runs[(method, seed)] = run_dir
+    return runs
+
+
+def mean_or_none(values: list) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def evaluate(
+    model_name: str,
+    adapter: Path | None,
+    task: str,
+    rows: list[dict],
+    k: int,
+    temperature: float,
+    greedy: bool = True,
+    load_in_4bit: bool = True,
+) -> tuple[dict, list[dict]]:
+    """One model (in 4-bit, or full precision, as trained) on `rows`: sampled pass@1 from k samples, greedy accuracy,
+    per-problem scores, completion lengths and the share cut at the length limit."""
+    model, tokenizer = load_for_eval(model_name, str(adapter) if adapter else None, load_in_4bit=load_in_4bit)
+    result, records = {}, []
+    if greedy:
+        torch.manual_seed(0)
+        metrics, greedy_records = evaluate_model(model, tokenizer, task, rows)
+        result |= {
+            "greedy": metrics["accuracy"],
+            "greedy_ci95": metrics["accuracy_ci95"],
+            "greedy_per_problem": [r["score"] for r in greedy_records],
+        }
+        records += greedy_records
+    torch.manual_seed(0)
+    metrics, sampled_records = evaluate_model(model, tokenizer, task, rows, k=k, temperature=temperature)
+    records += sampled_records
+    lengths = [len(tokenizer(r["completion"], add_special_tokens=False)["input_ids"]) for r in records]
+    limit = TASKS[task].max_new_tokens
+    sampled = list(zip(lengths[len(records) - len(sampled_records) :], sampled_records, strict=True))
+    result |= {
+        "sampled": metrics["pass@1"],
+        "sampled_ci95": metrics["pass@1_ci95"],
+        "sampled_per_problem": [c / k for c in correct_per_problem(sampled_records, k)],
+        "completion_length_mean": sum(lengths) / len(lengths),
+        # the sampled completions' lengths, of right and of wrong answers
+        "length_passed": mean_or_none([n for n, r in sampled if r["score"] == 1.0]),
+        "length_failed": mean_or_none([n for n, r in sampled if r["score"] != 1.0]),
+        "clipped_share": sum(n >= limit for n in lengths) / len(lengths),
+    }
+    del model
+    return result, records
+
+
+def evaluate_all(
+    model_name: str,
+    runs: dict,
+    task: str,
+    limit: int | None,
+    k: int,
+    temperature: float,
+    out: Path,
+    load_in_4bit: bool = True,
+) -> dict:
+    """`base` and every (method, seed) -> greedy and sampled metrics on the held-out set."""
+    rows = load_task_data(TASKS[task], None, limit)
+    results = {}
+    for key, adapter in [("base", None), *runs.items()]:
+        name = key if key == "base" else f"{key[0]}-seed{key[1]}"
+        results[key], records = evaluate(model_name, adapter, task, rows, k, temperature, load_in_4bit=load_in_4bit)
+        with open(out / f"eval_{name}.jsonl", "w") as fh:
+            fh.writelines(json.dumps(record) + "\n" for record in records)
+        print(
+            f"[compare] {name}: greedy {results[key]['greedy']:.3f}, sampled pass@1 {results[key]['sampled']:.3f}",
+            flush=True,
+        )
+    return results
+
+
+def checkpoint_curves(
+    model_name: str,
+    runs: dict,
+    task: str,
+    validation: str,
+    k: int,
+    temperature: float,
+    limit: int | None = None,
+    load_in_4bit: bool = True,
+) -> dict:
+    """(method, seed) -> [{step, train_seconds, samples, validation sampled pass@1}] at each saved checkpoint."""
+    rows = load_task_data(TASKS[task], validation, limit)
+    curves = {}
+    for (method, seed), run_dir in runs.items():
+        saved = (
+            [json.loads(line) for line in (run_dir / "checkpoints.jsonl").read_text().splitlines()]
+            if (run_dir / "checkpoints.jsonl").is_file()
+            else []
+        )
+        config = yaml.safe_load((run_dir / "config.yaml").read_text())
+        points = []
+        for point in saved:
+            checkpoint = run_dir / f"checkpoint-{point['step']}"
+            if not (checkpoint / "adapter_model.safetensors").is_file():
+                continue
+            metrics, _ = evaluate(
+                model_name, checkpoint, task, rows, k, temperature, greedy=False, load_in_4bit=load_in_4bit
+            )
+            points.append(
+                {
+                    "step": point["step"],
+                    "train_seconds": point["train_seconds"],
+                    "samples": samples_per_step(method, config) * point["step"],
+                    "validation_sampled_pass1": metrics["sampled"],
+                }
+            )
+        curves[(method, seed)] = points
+        print(
+            f"[compare] {method}-seed{seed} on validation: "
+            + ", ".join(f"step {p['step']} {p['validation_sampled_pass1']:.3f}" for p in points),
+            flush=True,
+        )
+    return curves

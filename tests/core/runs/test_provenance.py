@@ -1,0 +1,30 @@
+import subprocess
+
+from core.runs.provenance import REPO, code_digest, commit, cpu
+
+
+def test_commit_is_the_checked_out_one_and_none_outside_a_checkout(tmp_path):
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
+    assert commit().removesuffix("+changes") == head
+    assert commit(tmp_path) is None
+
+
+def test_cpu_names_the_model_and_only_the_kernel_flags(tmp_path):
+    info = tmp_path / "cpuinfo"
+    info.write_text(
+        "processor\t: 0\nmodel name\t: Test CPU 9000\nflags\t\t: fpu sse2 avx2 avx512f avx512_bf16 amx_bf16\n"
+        "processor\t: 1\nmodel name\t: Test CPU 9000\nflags\t\t: fpu\n"
+    )
+    assert cpu(info) == {"cpu": "Test CPU 9000", "kernel_flags": ["avx2", "avx512f", "avx512_bf16", "amx_bf16"]}
+    assert cpu(tmp_path / "absent")["kernel_flags"] == []
+
+
+def test_the_code_digest_changes_with_any_code_or_config_byte_and_nothing_else(tmp_path):
+    (tmp_path / "core").mkdir()
+    (tmp_path / "core" / "a.py").write_text("x = 1\n")
+    (tmp_path / "core" / "b.yaml").write_text("k: 1\n")
+    first = code_digest(tmp_path, ("core",))
+    (tmp_path / "core" / "notes.txt").write_text("not code")
+    assert code_digest(tmp_path, ("core",)) == first
+    (tmp_path / "core" / "b.yaml").write_text("k: 2\n")
+    assert code_digest(tmp_path, ("core",)) != first

@@ -1,0 +1,79 @@
+"""The published studies (results/studies/<study>/) are what their JSON says: each README is exactly what its
+study writes from its summary.json and settings.json (tables, intervals and the sentences that read them), the plots
+are there, the numbers name the commit and CPU they came from, and the main README's one-line answers are
+generated from the same numbers."""
+
+import importlib
+import json
+import shutil
+
+import pytest
+
+from tests.conftest import REPO_ROOT
+
+STUDIES = {"group-size": "group_size", "kl": "kl", "length": "length", "onpolicy": "onpolicy"}
+RESULTS = REPO_ROOT / "results" / "studies"
+
+
+def published(study: str) -> tuple[dict, dict]:
+    folder = RESULTS / study
+    return json.loads((folder / "summary.json").read_text()), json.loads((folder / "settings.json").read_text())
+
+
+@pytest.mark.parametrize("study", sorted(STUDIES))
+def test_each_published_readme_is_generated_from_its_json(study):
+    summary, settings = published(study)
+    module = importlib.import_module(f"studies.grid.{STUDIES[study]}.__main__")
+    assert (RESULTS / study / "README.md").read_text() == module.readme(summary, settings)
+    assert settings["seeds"] >= 3 and len(settings["commit"]) >= 40 and settings["cpu"] and settings["kernel_flags"]
+    assert "+changes" not in settings["commit"]  # measured on a committed tree
+    for cell in summary["cells"]:
+        seeds = [r for r in summary["runs"] if r["cell"] == cell["cell"]]
+        assert len(seeds) == settings["seeds"], cell["cell"]
+    assert list((RESULTS / study).glob("*.png"))
+
+
+@pytest.mark.parametrize("study", sorted(STUDIES))
+def test_report_rewrites_the_readme_and_plot_from_a_copy_of_the_published_json_alone(study, tmp_path, capsys):
+    """`python -m studies.grid.<study> --report` trains nothing: from summary.json and settings.json alone it writes the
+    README (the published one, byte for byte) and the plot, and prints the README."""
+    folder = tmp_path / study
+    folder.mkdir()
+    for name in ("summary.json", "settings.json"):
+        shutil.copy(RESULTS / study / name, folder / name)
+    importlib.import_module(f"studies.grid.{STUDIES[study]}.__main__").main(["--report", "--out", str(folder)])
+    readme = (RESULTS / study / "README.md").read_text()
+    assert (folder / "README.md").read_text() == readme and readme in capsys.readouterr().out
+    assert sorted(p.name for p in folder.glob("*.png")) == sorted(p.name for p in (RESULTS / study).glob("*.png"))
+    assert sorted(p.name for p in folder.iterdir()) == sorted(
+        ["README.md", "settings.json", "summary.json"] + [p.name for p in folder.glob("*.png")]
+    )
+
+
+def test_the_main_readme_gives_each_study_s_answer_from_its_json():
+    readme = (REPO_ROOT / "README.md").read_text()
+    for study, name in STUDIES.items():
+        summary, _ = published(study)
+        module = importlib.import_module(f"studies.grid.{name}.__main__")
+        assert module.headline(summary) in readme.replace("\n", " "), study
+
+
+def test_what_the_grpo_configs_say_about_k_holds_in_the_group_size_study():
+    """recipes/configs/tiny*/grpo.yaml read the study: at equal completions no k told apart from 8 (exact or noisy
+    rewards); at equal prompts k=2 and k=4 below 8."""
+    summary, _ = published("group-size")
+    cells = {c["cell"]: c for c in summary["cells"]}
+    for name, cell in cells.items():
+        row = cell.get("sampled_vs_reference")
+        if row is None:
+            continue
+        if "noise=" in name:
+            assert not row["excludes_zero"], name
+        elif name in ("k=2 prompts=128", "k=4 prompts=128"):
+            assert row["excludes_zero"] and row["mean"] < 0, name
+    said = (
+        "at equal completions\n# no k in 2-16 was told apart from 8, with exact or 30%-flipped rewards; at equal "
+        "prompts k=2 and k=4 fell below 8."
+    )
+    for profile in ("tiny", "tiny-code", "tiny-length"):
+        assert said in (REPO_ROOT / "recipes" / "configs" / profile / "grpo.yaml").read_text(), profile
