@@ -24,10 +24,10 @@ from trl import ModelConfig
 from core.errors import UserError, one_line_errors
 from core.evaluation.benchmarks import TASKS, load_task_data
 from core.evaluation.generation import generate
-from core.evaluation.heldout import score_rows
 from core.evaluation.reward_task import load_reward_task, score_samples
-from core.inputs.data import fit_prompt_list
+from core.evaluation.scoring import score_rows
 from core.inputs.models import check_adapter, check_model, completion_room, load_model, load_tokenizer, max_positions
+from core.inputs.prompts import fit_prompt_list
 from core.runs.folder import library_versions
 from core.runs.storage import write_text_whole
 from rewards.sandbox import SandboxUnavailable, isolation_mode, isolation_record

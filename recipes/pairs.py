@@ -19,36 +19,34 @@ from trl import ModelConfig, TrlParser
 
 from core.errors import UserError
 from core.evaluation.generation import generate
-from core.inputs.config import parse_config, reward_timeout_field, source_of
-from core.inputs.data import (
-    fit_prompt_column,
-    load_data,
-    prompt_columns,
-    prompt_messages,
-    prompt_text,
-    warn_unparseable_golds,
-    with_code_test_columns,
-)
-from core.inputs.models import check_adapter, check_model, load_model, load_tokenizer, prompt_room, with_adapter
+from core.inputs.arguments import PromptArguments, RewardArguments, RewardWeightArguments
+from core.inputs.config import Sources, parse_config
+from core.inputs.models import check_adapter, check_model, load_model, with_adapter
+from core.inputs.prompts import prepare_prompts
+from core.inputs.rewards import resolve_rewards
 from core.runs.storage import write_text_whole, write_whole
-from rewards import SandboxUnavailable, get_reward_funcs, required_columns, weighted_sum
+from rewards import weighted_sum
 
 
 @dataclass
-class PairsArguments:
-    dataset_name: str = field(metadata={"help": "hub id, or a local .jsonl/.json/.parquet/.csv file or folder"})
-    output: str = field(metadata={"help": "where to write the pairs: .jsonl or .parquet"})
-    dataset_config: str | None = None
-    dataset_train_split: str = "train"
-    prompt_column: str = "question"
-    prompt_template: str | None = field(
-        default=None,
-        metadata={
-            "help": "user message built from the row's columns, e.g. '{text}\\nTests:\\n{test_list}'; "
-            "else prompt_column"
-        },
-    )
-    system_prompt: str | None = None
+class PairsArguments(RewardWeightArguments, RewardArguments, PromptArguments):
+    """`make pairs`' own arguments; the shared ones are documented in core.inputs.arguments.
+
+    Args:
+        output: where to write the pairs: .jsonl or .parquet.
+        max_prompts: sample from at most this many prompts.
+        skip_prompts: start after this many prompts (an iterative method's later rounds: new prompts).
+        adapter: sample from the model with this LoRA adapter on (on-policy pairs: the current policy).
+        num_samples: completions per prompt.
+        temperature: their sampling temperature.
+        max_new_tokens: each completion's budget.
+        batch_size: completions generated at once.
+        min_margin: keep (best, worst) only when their scores differ by at least this.
+        seed: the sampling seed.
+        profile: the config profile this file belongs to (a label: the pairs go to `output`).
+    """
+
+    output: str = field(kw_only=True, metadata={"help": "where to write the pairs: .jsonl or .parquet"})
     max_prompts: int | None = None
     skip_prompts: int = field(
         default=0, metadata={"help": "start after this many prompts (an iterative method's later rounds: new prompts)"}
@@ -57,22 +55,12 @@ class PairsArguments:
         default=None,
         metadata={"help": "sample from the model with this LoRA adapter on (on-policy pairs: the current policy)"},
     )
-    reward_funcs: list[str] = field(default_factory=lambda: ["math_accuracy"])
-    reward_weights: list[float] | None = None
-    reward_kwargs: dict = field(default_factory=dict)
     num_samples: int = 8
     temperature: float = 1.0
     max_new_tokens: int = 128
     batch_size: int = 64
     min_margin: float = 0.5
-    reward_timeout: float = reward_timeout_field()
     seed: int = 0
-    drop_incomplete_rows: bool = field(
-        default=False, metadata={"help": "drop rows whose prompt or gold columns are missing or empty (else refused)"}
-    )
-    truncate_long_prompts: bool = field(
-        default=False, metadata={"help": "cut prompts longer than the model has room for (else refused)"}
-    )
     profile: str = "tiny"
 
 
@@ -85,46 +73,26 @@ def best_and_worst(completions: list[str], scores: list[float], min_margin: floa
     return best, worst, best_score, worst_score
 
 
-def main(args: PairsArguments, model_args: ModelConfig):
+def main(args: PairsArguments, model_args: ModelConfig, sources: Sources = Sources()):
     # ----- pre-flight -----
     if Path(args.output).suffix not in (".jsonl", ".parquet"):
         raise SystemExit(f"output {args.output}: use a .jsonl or .parquet file name")
-    try:
-        reward_funcs = get_reward_funcs(args.reward_funcs, args.reward_kwargs)
-    except (ValueError, SandboxUnavailable) as error:
-        raise SystemExit(str(error)) from error
-    weights = args.reward_weights or [1.0] * len(reward_funcs)
-    if len(weights) != len(reward_funcs):
-        raise SystemExit(f"reward_weights has {len(weights)} entries for {len(reward_funcs)} reward_funcs")
+    rewards = resolve_rewards(args.reward_funcs, args.reward_weights, args.reward_kwargs, args.reward_timeout)
     if args.num_samples < 2:
         raise SystemExit(f"num_samples must be >= 2 to form a pair, got {args.num_samples}")
-    check_model(model_args, source_of("model_name_or_path"))
+    check_model(model_args, sources.of("model_name_or_path"))
     if args.adapter:
         check_adapter(args.adapter)
     if args.skip_prompts < 0:
         raise SystemExit(f"skip_prompts must be >= 0, got {args.skip_prompts}")
 
     # ----- data -----
-    needed = [*prompt_columns(args.prompt_column, args.prompt_template), *required_columns(args.reward_funcs)]
-    dataset = load_data(
-        args.dataset_name, args.dataset_train_split, args.dataset_config, needed, args.drop_incomplete_rows
+    completion = (args.max_new_tokens, "max_new_tokens", sources.of("max_new_tokens"))
+    prompts = prepare_prompts(
+        args, rewards.names, model_args, completion, "messages", skip=args.skip_prompts, limit=args.max_prompts
     )
-    end = len(dataset) if args.max_prompts is None else min(len(dataset), args.skip_prompts + args.max_prompts)
-    if args.skip_prompts >= len(dataset):
-        raise SystemExit(f"skip_prompts {args.skip_prompts}: {args.dataset_name} has only {len(dataset)} prompts")
-    if args.skip_prompts or args.max_prompts:
-        dataset = dataset.select(range(args.skip_prompts, end))
-    warn_unparseable_golds(dataset, args.reward_funcs, args.dataset_name)
-    dataset = with_code_test_columns(dataset, args.reward_funcs, args.dataset_name)
-    gold_columns = [c for c in dataset.column_names if c != args.prompt_column]
-    tokenizer = load_tokenizer(model_args)
-    dataset = dataset.map(
-        lambda row: {
-            "messages": prompt_messages(prompt_text(row, args.prompt_column, args.prompt_template), args.system_prompt)
-        }
-    )
-    room = prompt_room(model_args, args.max_new_tokens, "max_new_tokens", source_of("max_new_tokens"))
-    dataset = fit_prompt_column(dataset, tokenizer, room, args.dataset_name, args.truncate_long_prompts, "messages")
+    dataset, tokenizer = prompts.dataset, prompts.tokenizer
+    gold_columns = [c for c in dataset.column_names if c not in (args.prompt_column, "messages")]
 
     # ----- model -----
     torch.manual_seed(args.seed)
@@ -146,7 +114,7 @@ def main(args: PairsArguments, model_args: ModelConfig):
         columns = {c: [gold[c]] * len(completions) for c in gold_columns}
         pair = best_and_worst(
             completions,
-            weighted_sum(reward_funcs, weights, completions, args.reward_timeout, **columns),
+            weighted_sum(rewards.funcs, rewards.weights, completions, args.reward_timeout, **columns),
             args.min_margin,
         )
         if pair:

@@ -189,3 +189,14 @@ def test_readme_is_a_short_guide():
     assert len(README.splitlines()) <= 300
     for passage in ("before this change", "Before this change", "no longer", "used to"):
         assert passage not in README
+
+
+def test_classes_are_declared_not_assembled_at_run_time():
+    """Trainer classes (and every other) are ordinary class statements: no three-argument `type(name, bases, ns)`."""
+    assembled = [
+        f"{name}:{node.lineno}"
+        for name, path in project_modules().items()
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "type" and len(node.args) == 3
+    ]
+    assert assembled == []

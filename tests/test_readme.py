@@ -83,8 +83,12 @@ FAILURE_ROWS = {
     "checkpoint rotation": ["recipes/test_faults.py::test_another_runs_folder_is_refused_or_reused"],
     "data: a malformed line": ["core/inputs/test_data.py::test_load_data_names_the_file_and_the_line"],
     "data: a missing, null or empty prompt": ["core/inputs/test_data.py::test_a_null_gold_is_never_scored_correct"],
-    "data: prompts longer than": ["core/inputs/test_data.py::test_long_prompts_are_refused_with_their_rows_or_cut_to_fit"],
-    "settings: learning rate <= 0": ["core/inputs/test_config.py::test_bad_settings_are_one_line_before_any_model_loads"],
+    "data: prompts longer than": [
+        "core/inputs/test_data.py::test_long_prompts_are_refused_with_their_rows_or_cut_to_fit"
+    ],
+    "settings: learning rate <= 0": [
+        "core/inputs/test_config.py::test_bad_settings_are_one_line_before_any_model_loads"
+    ],
     "a reward that raises": [
         "rewards/test_reward_calls.py::test_broken_rewards_are_named_with_the_row",
         "recipes/test_grpo.py::test_a_broken_reward_ends_training_in_one_line_naming_it",

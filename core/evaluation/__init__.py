@@ -1,3 +1,4 @@
-"""Scoring completions, during training and in `make eval`: batched generation (`generation`), the benchmarks
-(`benchmarks`), your own data scored by rewards (`reward_task`), scoring rows and drift (`scoring`), and held-out
-accuracy while a model trains (`heldout`)."""
+"""Scoring completions, during training and in `make eval`. Public: `generation.generate`, `benchmarks.TASKS`
+(the built-in tasks, their prompts and verifiers), `reward_task.load_reward_task` (your data scored by your rewards),
+`scoring.score_rows` / `drift`, `heldout` (`HeldoutArguments`, `heldout_callbacks`, `own_heldout`: held-out accuracy
+and drift while a model trains)."""

@@ -7,20 +7,22 @@ Rows `heldout/...` go to metrics.jsonl, each evaluation's per-problem records to
 
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import torch
 from transformers import TrainerCallback
 
 from core.errors import UserError
-from core.evaluation.benchmarks import TASKS, load_task_data, score
+from core.evaluation.benchmarks import TASKS, load_task_data
 from core.evaluation.generation import generate, inference
 from core.evaluation.reward_task import RewardTask, score_samples
-from core.inputs.data import load_data, prompt_columns, with_code_test_columns
+from core.evaluation.scoring import drift, score_rows
+from core.inputs.prompts import prepare_prompts
+from core.inputs.rewards import Rewards
+from core.runs.folder import RunFolder
 from core.runs.storage import write_text_whole, writing
-from core.training.timing import timed
-from rewards import required_columns
+from core.runs.timing import PhaseTimer
 
 
 @dataclass
@@ -76,114 +78,8 @@ class HeldoutArguments:
             raise ValueError(f"heldout_eval_steps {self.heldout_eval_steps} must be >= 0 (0: start and end only)")
 
 
-def score_rows(
-    model,
-    tokenizer,
-    task_name: str,
-    rows: list[dict],
-    k: int = 1,
-    temperature: float = 0.0,
-    max_new_tokens: int | None = None,
-    batch_size: int = 64,
-    samples: list[list[str]] | None = None,
-) -> list[dict]:
-    """Per-sample records (index, sample, prompt, completion, extracted, gold, score, reason) of k completions per
-    row, scored with the training verifiers. `samples` (k completions per row) skips generation."""
-    task = TASKS[task_name]
-    if k > 1 and temperature <= 0:
-        raise ValueError(f"k={k} samples need a temperature > 0")
-    prompts = [task.messages(row) for row in rows]
-    if samples is None:
-        samples = generate(
-            model,
-            tokenizer,
-            prompts,
-            max_new_tokens=max_new_tokens or task.max_new_tokens,
-            batch_size=batch_size,
-            temperature=temperature,
-            num_return_sequences=k,
-        )
-    flat_rows = [row for row in rows for _ in range(k)]
-    completions = [c for group in samples for c in group]
-    verdicts = score(task, flat_rows, completions)
-    return [
-        {
-            "index": i // k,
-            "sample": i % k,
-            "prompt": prompts[i // k][-1]["content"],
-            "completion": completion,
-            "extracted": extracted,
-            "gold": flat_rows[i].get(task.gold) if task.kind == "math" else None,
-            "score": s,
-            "reason": reason,
-        }
-        for i, (completion, (s, extracted, reason)) in enumerate(zip(completions, verdicts, strict=True))
-    ]
-
-
 # What each held-out evaluation keeps per problem (heldout/step-<N>.jsonl; an own task's records have no extracted).
 RECORD_KEYS = ("index", "score", "extracted", "completion")
-
-# Logit elements one drift batch may hold (x 4 bytes, a few copies): ~0.5 GB at a 7B model's 152k vocabulary.
-DRIFT_LOGITS_BUDGET = 2**27
-
-
-def _log_probs(model, ids, mask, positions) -> torch.Tensor:
-    logits = model(input_ids=ids, attention_mask=mask).logits
-    return torch.log_softmax(logits[positions].float(), dim=-1)
-
-
-@torch.no_grad()
-def drift(model, tokenizer, prompts: list[list[dict]], completions: list[str], max_new_tokens: int) -> dict:
-    """On the given completions: mean per-token KL(policy || start) over the vocabulary, the policy's mean token
-    entropy (nats), mean length in tokens and the share that reached `max_new_tokens`. The start model is the
-    policy with its adapter off (`disable_adapter`); a model without one has drifted nowhere (KL 0). The tokens
-    include the end of sequence where a completion ended before the budget: the decision to stop is output too (a
-    policy that learned to stop at once has one token per completion, and its certainty is measured there)."""
-    device = next(model.parameters()).device
-    sequences = []
-    for prompt, completion in zip(prompts, completions, strict=True):
-        prompt_ids = tokenizer.apply_chat_template(prompt, add_generation_prompt=True, tokenize=True)
-        if not isinstance(prompt_ids, list):
-            prompt_ids = prompt_ids["input_ids"]
-        sequences.append((list(prompt_ids), tokenizer(completion, add_special_tokens=False)["input_ids"]))
-    lengths = [len(c) for _, c in sequences]
-    if tokenizer.eos_token_id is not None:
-        sequences = [(p, c + [tokenizer.eos_token_id] if len(c) < max_new_tokens else c) for p, c in sequences]
-    longest = max((len(p) + len(c) for p, c in sequences), default=1)
-    batch = max(1, min(64, DRIFT_LOGITS_BUDGET // (longest * model.config.vocab_size)))
-    kl_sum = entropy_sum = tokens = 0.0
-    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
-    for start in range(0, len(sequences), batch):
-        chunk = [(p, c) for p, c in sequences[start : start + batch] if c]
-        if not chunk:
-            continue
-        width = max(len(p) + len(c) for p, c in chunk)
-        ids = torch.full((len(chunk), width), pad, dtype=torch.long)
-        mask = torch.zeros_like(ids)
-        positions = torch.zeros_like(ids, dtype=torch.bool)  # the logits that predict a completion token
-        for row, (p, c) in enumerate(chunk):
-            ids[row, : len(p) + len(c)] = torch.tensor(p + c)
-            mask[row, : len(p) + len(c)] = 1
-            positions[row, len(p) - 1 : len(p) + len(c) - 1] = True
-        ids, mask, positions = ids.to(device), mask.to(device), positions.to(device)
-        policy = _log_probs(model, ids, mask, positions)
-        if hasattr(model, "disable_adapter"):
-            with model.disable_adapter():
-                reference = _log_probs(model, ids, mask, positions)
-        else:
-            reference = policy
-        p = policy.exp()
-        kl_sum += (p * (policy - reference)).sum().item()
-        entropy_sum -= (p * policy).sum().item()
-        tokens += policy.shape[0]
-    n = max(len(completions), 1)
-    return {
-        "kl": kl_sum / tokens if tokens else 0.0,
-        "entropy": entropy_sum / tokens if tokens else 0.0,
-        "length": sum(lengths) / n,
-        "clipped": sum(length >= max_new_tokens for length in lengths) / n,
-    }
 
 
 def policy_of(model):
@@ -201,40 +97,23 @@ class OwnHeldout:
     origin: str  # where the rows came from, for settings.json
 
 
-def cut_heldout(dataset, args: HeldoutArguments, seed: int, source: str):
-    """(training rows, held-out rows or None): `heldout_fraction` of the data cut off before training, seeded, so
-    that no held-out row is ever trained on."""
-    if not args.heldout_fraction:
-        return dataset, None
-    n = round(len(dataset) * args.heldout_fraction)
-    if n < 1 or n >= len(dataset):
-        raise UserError(
-            f"heldout_fraction {args.heldout_fraction:g} of the {len(dataset)} rows of {source} leaves {n} held out "
-            f"and {len(dataset) - n} to train on; both need at least one"
-        )
-    split = dataset.train_test_split(test_size=n, seed=seed, shuffle=True)
-    return split["train"], split["test"]
-
-
-def own_heldout(args: HeldoutArguments, held, script_args, weights, funcs, max_new_tokens: int) -> OwnHeldout | None:
-    """The run's own held-out task, checked before any model loads: the rows `cut_heldout` kept back, or
-    `heldout_data` (without `heldout_task`) loaded with the training data's checks; the first `heldout_limit`."""
+def own_heldout(args: HeldoutArguments, held, script_args, rewards: Rewards, max_new_tokens: int) -> OwnHeldout | None:
+    """The run's own held-out task, checked before any model loads: the rows `heldout_fraction` kept back, or
+    `heldout_data` (without `heldout_task`) prepared as the training data is; the first `heldout_limit`."""
     if args.heldout_task or args.heldout_limit <= 0 or (held is None and not args.heldout_data):
         return None
-    names = list(script_args.reward_funcs)
     if held is None:
-        needed = [*prompt_columns(script_args.prompt_column, script_args.prompt_template), *required_columns(names)]
-        held = load_data(args.heldout_data, required_columns=needed, drop_incomplete=script_args.drop_incomplete_rows)
-        held = with_code_test_columns(held, names, args.heldout_data)
+        data = replace(script_args, dataset_name=args.heldout_data, dataset_config=None, dataset_train_split="train")
+        held = prepare_prompts(data, rewards.names).dataset
         origin = args.heldout_data
     else:
         origin = f"heldout_fraction {args.heldout_fraction:g} of {script_args.dataset_name}"
     held = held.select(range(min(args.heldout_limit, len(held))))
     task = RewardTask(
         script_args.dataset_name,
-        names,
-        list(weights or [1.0] * len(names)),
-        list(funcs),
+        rewards.names,
+        list(rewards.weights),
+        list(rewards.funcs),
         script_args.prompt_column,
         script_args.prompt_template,
         script_args.system_prompt,
@@ -270,8 +149,16 @@ class HeldoutEval(TrainerCallback):
     """Greedy held-out accuracy and drift at step 0, every `eval_steps` and at the end (rank 0 of one process): a
     built-in task (`heldout_task`) scored by its verifier, or the run's own task (`own`) scored by its rewards."""
 
-    def __init__(self, output_dir: str, args: HeldoutArguments, tokenizer, own: OwnHeldout | None = None):
+    def __init__(
+        self,
+        output_dir: str,
+        args: HeldoutArguments,
+        tokenizer,
+        own: OwnHeldout | None = None,
+        phases: PhaseTimer | None = None,
+    ):
         self.own, self.tokenizer, self.out = own, tokenizer, Path(output_dir)
+        self.phases = phases if phases is not None else PhaseTimer()
         self.eval_steps, self.done = args.heldout_eval_steps, set()
         if own is not None:
             self.task, self.rows = own.task, own.rows
@@ -320,7 +207,7 @@ class HeldoutEval(TrainerCallback):
             return self._records(model, self.k, self.temperature)
 
     def evaluate(self, model, step: int) -> dict:
-        with timed("heldout"):
+        with self.phases.timed("heldout"):
             return self._evaluate(policy_of(model), step)
 
     def _evaluate(self, model, step: int) -> dict:
@@ -385,7 +272,7 @@ class HeldoutEval(TrainerCallback):
         self._maybe(state, model)
 
 
-def heldout_callbacks(output_dir: str, args: HeldoutArguments, tokenizer, own: OwnHeldout | None = None) -> list:
+def heldout_callbacks(run: RunFolder, args: HeldoutArguments, tokenizer, own: OwnHeldout | None = None) -> list:
     """[HeldoutEval] when a held-out task is set (or the run's own, `own`) and the run is one process (under several,
     generation would need every rank: `make audit` measures such a run afterwards)."""
     if own is None:
@@ -401,4 +288,4 @@ def heldout_callbacks(output_dir: str, args: HeldoutArguments, tokenizer, own: O
             "(make eval on the adapter measures it afterwards)"
         )
         return []
-    return [HeldoutEval(output_dir, args, tokenizer, own)]
+    return [HeldoutEval(str(run.path), args, tokenizer, own, run.phases)]

@@ -11,17 +11,10 @@ accuracy is the share of samples that pass (k=1) or pass@k over rows.
 import math
 from dataclasses import dataclass, field
 
-from core.errors import UserError
-from core.inputs.data import (
-    load_data,
-    prompt_columns,
-    prompt_messages,
-    prompt_text,
-    warn_unparseable_golds,
-    with_code_test_columns,
-)
-from rewards import call_reward, get_reward_funcs, required_columns
-from rewards.sandbox import SandboxUnavailable
+from core.inputs.arguments import PromptArguments
+from core.inputs.prompts import prepare_prompts, prompt_messages, prompt_text
+from core.inputs.rewards import resolve_rewards
+from rewards import call_reward
 
 
 @dataclass
@@ -61,24 +54,28 @@ def load_reward_task(
     drop_incomplete: bool = False,
 ) -> tuple[RewardTask, list[dict]]:
     """The task and its rows, checked before any model loads: the rewards resolve (and the sandbox can isolate code),
-    the weights match them, and the data has the prompt's columns and every column the rewards read."""
-    try:
-        funcs = get_reward_funcs(reward_names)
-    except ValueError as error:
-        raise UserError(str(error)) from error
-    except SandboxUnavailable as error:  # as the recipes refuse: the cause and the fixes, before any model loads
-        raise SystemExit(str(error)) from error
-    weights = reward_weights or [1.0] * len(funcs)
-    if len(weights) != len(funcs):
-        raise UserError(f"reward weights: {len(weights)} for {len(funcs)} rewards {reward_names}")
-    needed = [*prompt_columns(prompt_column, prompt_template), *required_columns(reward_names)]
-    dataset = load_data(data, split, required_columns=needed, drop_incomplete=drop_incomplete)
-    if limit:
-        dataset = dataset.select(range(min(limit, len(dataset))))
-    warn_unparseable_golds(dataset, reward_names, data)
-    dataset = with_code_test_columns(dataset, reward_names, data)
+    the weights match them, and the data has the prompt's columns and every column the rewards read
+    (`prepare_prompts`, as the recipes prepare theirs)."""
+    rewards = resolve_rewards(reward_names, reward_weights)
+    data_args = PromptArguments(
+        dataset_name=data,
+        dataset_train_split=split,
+        drop_incomplete_rows=drop_incomplete,
+        prompt_column=prompt_column,
+        prompt_template=prompt_template,
+        system_prompt=system_prompt,
+    )
+    dataset = prepare_prompts(data_args, rewards.names, limit=limit).dataset
     task = RewardTask(
-        data, list(reward_names), weights, funcs, prompt_column, prompt_template, system_prompt, pass_threshold, split
+        data,
+        rewards.names,
+        rewards.weights,
+        rewards.funcs,
+        prompt_column,
+        prompt_template,
+        system_prompt,
+        pass_threshold,
+        split,
     )
     return task, [dict(row) for row in dataset]
 

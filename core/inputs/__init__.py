@@ -1,3 +1,5 @@
-"""Everything checked before a model loads: settings from YAML and the command line (`config`), the recipes' shared
-arguments (`arguments`), data and its checks (`data`), prompts built from rows (`prompts`), the rewards a run asked
-for (`rewards`), the engine a launch asked for (`distributed`), and the base model and tokenizer (`models`)."""
+"""Everything checked before a model loads. Public: `config.parse_config` (the parsed dataclasses and their `Sources`),
+the recipes' shared `arguments` (`DataArguments`, `PromptArguments`, `RewardArguments`, `RewardWeightArguments`,
+`RunArguments`), `prompts.prepare_prompts` (the one data step: load, check, cut, template, fit),
+`data.load_data` / `load_preference_pairs` / `cut_heldout`, `rewards.resolve_rewards` -> `Rewards`,
+`models.load_model` / `load_tokenizer` / `check_model`, `distributed` (the engine a launch asked for)."""

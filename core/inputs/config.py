@@ -4,18 +4,17 @@ import difflib
 import re
 import sys
 import warnings
-from dataclasses import field
 from pathlib import Path
 
 import yaml
 
 from core.errors import one_line_errors
 from core.inputs.distributed import check_engine, prepare_cpu_launch
-from rewards.time_limit import REWARD_TIMEOUT_SECONDS
 
 
 def parse_config(parser):
-    """TrlParser.parse_args_and_config, with the config file named in errors (unknown keys are errors)."""
+    """TrlParser.parse_args_and_config, with the config file named in errors (unknown keys are errors): the parsed
+    dataclasses, then the `Sources` of their values (`main(*parse_config(parser))`)."""
     one_line_errors()
     config = sys.argv[sys.argv.index("--config") + 1] if "--config" in sys.argv[:-1] else None
     if config and not Path(config).is_file():
@@ -27,13 +26,12 @@ def parse_config(parser):
         # TRL 1.12's configs default the name transformers 5 deprecated (gradient_checkpointing=True), so every
         # config that does not set activation_checkpointing warns; only a user who wrote the old name is told.
         warnings.filterwarnings("ignore", message="`gradient_checkpointing` is deprecated", category=FutureWarning)
-    SOURCES.clear()
     written = yaml.safe_load(Path(config).read_text()) if config else {}
-    SOURCES.update({key: config for key in written or {}})
+    sources = Sources({key: config for key in written or {}})
     given = {arg[2:].split("=")[0].replace("-", "_") for arg in sys.argv if arg[:2] == "--"}
-    SOURCES.update(dict.fromkeys(given, "the command line"))
+    sources.update(dict.fromkeys(given, "the command line"))
     launch = {key: value for key, value in prepare_cpu_launch(given).items() if key in known_keys(parser)}
-    SOURCES.update(dict.fromkeys(launch, "the launch (no CUDA here)"))
+    sources.update(dict.fromkeys(launch, "the launch (no CUDA here)"))
     try:
         parsed = parser.parse_args_and_config(sys.argv[1:] + [a for key, v in launch.items() for a in (f"--{key}", v)])
     except ValueError as error:
@@ -46,39 +44,13 @@ def parse_config(parser):
         raise SystemExit(
             f"error in {config or 'command line'}: " + "; ".join(unknown_key(name, parser, where) for name in unknown)
         ) from error
-    check_settings(*parsed)
+    check_settings(*parsed, sources=sources)
     for settings in parsed:  # the training arguments: their process group is set up, no model is loaded yet
         if getattr(settings, "distributed_state", None) is not None:
             check_engine(settings.distributed_state)
-    return parsed
+    return (*parsed, sources)
 
 
-# After SIGTERM, how long a step may take to end on its own: below the 30 s that Slurm (KillWait) and Kubernetes
-# (terminationGracePeriodSeconds) wait by default before SIGKILL, so the last finished step is saved in time.
-STOP_GRACE_SECONDS = 20.0
-
-
-def reward_timeout_field():
-    """The recipes' `reward_timeout` setting (rewards.time_limit says why its default)."""
-    return field(
-        default=REWARD_TIMEOUT_SECONDS,
-        metadata={"help": "seconds one reward call may run before the run stops, saved (0: no limit)"},
-    )
-
-
-def stop_grace_field():
-    """The recipes' `stop_grace_seconds` setting (core.training.callbacks.StopOnSignal)."""
-    return field(
-        default=STOP_GRACE_SECONDS,
-        metadata={
-            "help": "after SIGTERM or Ctrl-C, seconds the current step may take to end before it is interrupted "
-            "(the last finished step is saved)"
-        },
-    )
-
-
-# Where each setting of this process's recipe came from: the config file's path or "the command line".
-SOURCES: dict[str, str] = {}
 # Settings that count something and must be positive where they are set.
 POSITIVE = (
     "max_completion_length",
@@ -93,8 +65,12 @@ POSITIVE = (
 )
 
 
-def source_of(key: str) -> str:
-    return SOURCES.get(key, "the default")
+class Sources(dict):
+    """Where each setting of a recipe came from (key -> the config file's path, "the command line" or the launch),
+    as parsing found it; `of(key)` names it in errors."""
+
+    def of(self, key: str) -> str:
+        return self.get(key, "the default")
 
 
 # Settings that no run can train with, by name, wherever a config has them: the test on the value, what is required.
@@ -131,7 +107,7 @@ RANGES = {
 }
 
 
-def check_settings(*configs) -> None:
+def check_settings(*configs, sources: Sources) -> None:
     """Values no run can use, in one line each naming the value and where it came from, before any model loads:
     a learning rate <= 0, max_steps 0 (transformers would silently run a full epoch), a count or length <= 0, and the
     ranges of RANGES (LoRA's only where LoRA is on; DPO's beta must be > 0, since beta 0 leaves no gradient)."""
@@ -139,24 +115,24 @@ def check_settings(*configs) -> None:
     for config in configs:
         rate = getattr(config, "learning_rate", None)
         if rate is not None and rate <= 0:
-            problems.append(f"learning_rate {rate:g} (from {source_of('learning_rate')}) must be > 0")
-        if getattr(config, "max_steps", None) == 0 and "max_steps" in SOURCES:
+            problems.append(f"learning_rate {rate:g} (from {sources.of('learning_rate')}) must be > 0")
+        if getattr(config, "max_steps", None) == 0 and "max_steps" in sources:
             problems.append(
-                f"max_steps 0 (from {source_of('max_steps')}) would train a full epoch; give a positive "
+                f"max_steps 0 (from {sources.of('max_steps')}) would train a full epoch; give a positive "
                 "number of steps, or -1 to train num_train_epochs"
             )
         for key in POSITIVE:
             value = getattr(config, key, None)
             if _is_number(value) and value <= 0:
-                problems.append(f"{key} {value} (from {source_of(key)}) must be > 0")
+                problems.append(f"{key} {value} (from {sources.of(key)}) must be > 0")
         for key, (valid, requirement) in RANGES.items():
             value = getattr(config, key, None)
             if key.startswith("lora_") and not getattr(config, "use_peft", False):
                 continue
             if _is_number(value) and not valid(value):
-                problems.append(f"{key} {value:g} (from {source_of(key)}) {requirement}")
+                problems.append(f"{key} {value:g} (from {sources.of(key)}) {requirement}")
         if type(config).__name__ == "DPOConfig" and _is_number(config.beta) and config.beta == 0:
-            problems.append(f"beta 0 (from {source_of('beta')}) must be > 0: with beta 0 DPO's loss has no gradient")
+            problems.append(f"beta 0 (from {sources.of('beta')}) must be > 0: with beta 0 DPO's loss has no gradient")
     if problems:
         raise SystemExit("error: " + "; ".join(dict.fromkeys(problems)))
 

@@ -1,12 +1,11 @@
-"""Datasets from the hub or a local file (compressed or not), the checks on their columns, and the prompts built
-from their rows; everything here runs before any model is loaded."""
+"""Datasets from the hub or a local file (compressed or not), the checks on their rows and columns, and the
+held-out cut; everything here runs before any model is loaded."""
 
 import json
 import os
-import string
 from pathlib import Path
 
-from core.errors import DataError, MissingDataFile
+from core.errors import DataError, MissingDataFile, UserError
 from rewards import required_columns as reward_columns
 from rewards.code import code_test_columns, require_code_tests
 from rewards.math import unparseable_golds
@@ -222,59 +221,34 @@ def with_code_test_columns(dataset, reward_names, source: str):
     return dataset.map(code_test_columns)
 
 
-def prompt_text(row: dict, prompt_column: str, prompt_template: str | None = None) -> str:
-    r"""The user message for a row: its `prompt_column`, or `prompt_template` filled from the row's columns (a list
-    column as one item per line), e.g. MBPP's tests shown under the task.
-
-    >>> prompt_text({"text": "Add one.", "test_list": ["assert f(1) == 2", "assert f(2) == 3"]}, "text",
-    ...             "{text}\nTests:\n{test_list}")
-    'Add one.\nTests:\nassert f(1) == 2\nassert f(2) == 3'
-    """
-    if not prompt_template:
-        return row[prompt_column]
-    return prompt_template.format(**{k: "\n".join(map(str, v)) if isinstance(v, list) else v for k, v in row.items()})
-
-
-def prompt_columns(prompt_column: str, prompt_template: str | None = None) -> list[str]:
-    """The columns a prompt is built from, for the pre-flight column check.
-
-    >>> prompt_columns("text", "{text} Tests: {test_list}")
-    ['text', 'test_list']
-    """
-    if not prompt_template:
-        return [prompt_column]
-    return list(dict.fromkeys(name for _, name, _, _ in string.Formatter().parse(prompt_template) if name))
+def cut_heldout(dataset, fraction: float, seed: int, source: str):
+    """(training rows, held-out rows or None): `fraction` of the data (`heldout_fraction`) cut off before training,
+    seeded, so that no held-out row is ever trained on."""
+    if not fraction:
+        return dataset, None
+    n = round(len(dataset) * fraction)
+    if n < 1 or n >= len(dataset):
+        raise UserError(
+            f"heldout_fraction {fraction:g} of the {len(dataset)} rows of {source} leaves {n} held out "
+            f"and {len(dataset) - n} to train on; both need at least one"
+        )
+    split = dataset.train_test_split(test_size=n, seed=seed, shuffle=True)
+    return split["train"], split["test"]
 
 
-def prompt_messages(question: str, system_prompt: str | None) -> list[dict]:
-    messages = [{"role": "system", "content": system_prompt}] if system_prompt else []
-    return messages + [{"role": "user", "content": question}]
+PAIR_COLUMNS = ["prompt", "chosen", "rejected"]
 
 
-def fit_prompt_list(
-    prompts: list, tokenizer, limit: int | None, source: str, truncate: bool = False, hint: str = FIT_HINT
-) -> list:
-    """`fit_prompts` on chat prompts (lists of messages): refused, or each long prompt's last message cut from its
-    start (the end, where the question usually is, stays) by the tokens it must lose."""
-    lengths = [
-        len(tokenizer.apply_chat_template(m, add_generation_prompt=True, tokenize=True, return_dict=False))
-        for m in prompts
-    ]
-    cuts = fit_prompts(lengths, limit, source, truncate, hint)
-    if not any(cuts):
-        return prompts
-    print(f"truncated {sum(1 for c in cuts if c)} prompt(s) of {source} to {limit} tokens")
-    fitted = []
-    for messages, cut in zip(prompts, cuts, strict=True):
-        messages = [dict(m) for m in messages]
-        ids = tokenizer(messages[-1]["content"], add_special_tokens=False)["input_ids"]
-        messages[-1]["content"] = tokenizer.decode(ids[cut:]) if cut else messages[-1]["content"]
-        fitted.append(messages)
-    return fitted
-
-
-def fit_prompt_column(dataset, tokenizer, limit: int | None, source: str, truncate: bool = False, column="prompt"):
-    """`fit_prompt_list` on a dataset column of chat messages."""
-    prompts = dataset[column]
-    fitted = fit_prompt_list(prompts, tokenizer, limit, source, truncate)
-    return dataset if fitted is prompts else dataset.remove_columns(column).add_column(column, fitted)
+def load_preference_pairs(args, limit: int | None = None):
+    """DPO's and ORPO's data: TRL's preference columns (`prompt`, `chosen`, `rejected`) of `args`' dataset, checked
+    as every recipe's rows are, the first `limit` rows (all without it); other columns dropped."""
+    dataset = load_data(
+        args.dataset_name,
+        args.dataset_train_split,
+        args.dataset_config,
+        required_columns=PAIR_COLUMNS,
+        drop_incomplete=args.drop_incomplete_rows,
+    )
+    if limit:
+        dataset = dataset.select(range(min(limit, len(dataset))))
+    return dataset.select_columns(PAIR_COLUMNS)

@@ -1,2 +1,4 @@
-"""The chunked log-prob path (`logprobs: chunked`, the 7B memory path) in one place: the function (`token_logprobs`),
-the overrides of GRPO's, DPO's and ORPO's trainers (`trainers`), and PPO's loop (`ppo_loop`)."""
+"""The chunked log-prob path (`logprobs: chunked`, the 7B memory path) in one place. Public:
+`token_logprobs.token_logprobs` (per-token log-probs from hidden states, never full logits), `trainers` (GRPO's, DPO's
+and ORPO's one override each, `ChunkedGRPOTrainer` and its siblings, `check_logprobs`), `ppo_loop.ChunkedPPO` (PPO's
+loop)."""

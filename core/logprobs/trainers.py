@@ -13,11 +13,12 @@ is skipped is the head's full output and accelerate's fp32 copy of it.
 """
 
 from contextlib import nullcontext
-from functools import cache
 
 import torch
 import torch.nn.functional as F
 from accelerate.utils import is_peft_model
+from trl import DPOTrainer, GRPOTrainer
+from trl.experimental.orpo import ORPOTrainer
 from trl.models.utils import _ForwardRedirection, disable_gradient_checkpointing
 from trl.trainer.dpo_trainer import use_adapter
 from trl.trainer.utils import maybe_gather_lm_head_ctx
@@ -222,13 +223,21 @@ class ChunkedORPO(ChunkedLogprobs):
         )
 
 
-_MIXINS = {"GRPOTrainer": ChunkedGRPO, "DPOTrainer": ChunkedDPO, "ORPOTrainer": ChunkedORPO}
+class ChunkedGRPOTrainer(ChunkedGRPO, GRPOTrainer):
+    """TRL's GRPOTrainer with `logprobs: chunked`."""
 
 
-@cache
+class ChunkedDPOTrainer(ChunkedDPO, DPOTrainer):
+    """TRL's DPOTrainer (DPO's sigmoid and IPO's loss) with `logprobs: chunked`."""
+
+
+class ChunkedORPOTrainer(ChunkedORPO, ORPOTrainer):
+    """TRL's ORPOTrainer with `logprobs: chunked`."""
+
+
+CHUNKED = {GRPOTrainer: ChunkedGRPOTrainer, DPOTrainer: ChunkedDPOTrainer, ORPOTrainer: ChunkedORPOTrainer}
+
+
 def with_logprobs(trainer_class: type, mode: str) -> type:
-    """`trainer_class` itself for `full`; with the chunked log-prob method for `chunked`."""
-    if mode == "full":
-        return trainer_class
-    mixin = _MIXINS[trainer_class.__name__]
-    return type(trainer_class.__name__, (mixin, trainer_class), {"__module__": __name__})
+    """`trainer_class` itself for `full`; its chunked subclass for `chunked`."""
+    return trainer_class if mode == "full" else CHUNKED[trainer_class]

@@ -112,11 +112,10 @@ def reward_curves(rows: list[dict]) -> dict[str, tuple[float | None, float | Non
     }
 
 
-def finish_run(
-    trainer, method: str, output_dir: str, model_name: str, profile: str, script_args=None, reward_weights=None
-) -> dict:
-    """The run's plot, summary.json, and a short summary with the next commands (rank 0): the training signal and
-    each reward's first -> last, a warning when training had no signal, and the `make eval` that measures what the
+def finish_run(trainer, method: str, model_name: str, script_args, reward_weights=None) -> dict:
+    """The run's plot, summary.json, and a short summary with the next commands (rank 0), in the trainer's output_dir,
+    for the recipe's arguments (`script_args`: its profile, data, rewards) and `reward_weights`: the training signal
+    and each reward's first -> last, a warning when training had no signal, and the `make eval` that measures what the
     run trained for. A distributed launch also gets one line per rank, so it shows that every rank got to the end."""
     state = trainer.accelerator.state
     engine = engine_record(state)
@@ -124,7 +123,7 @@ def finish_run(
         print(f"[rank {state.process_index}/{state.num_processes}, backend {engine['backend']}] finished")
     if not trainer.is_world_process_zero():
         return {}
-    out = Path(output_dir)
+    out, profile = Path(trainer.args.output_dir), script_args.profile
     cost_path = out / "cost.json"
     cost = json.loads(cost_path.read_text()) if cost_path.is_file() else {}
     key = REWARD_KEYS[method]

@@ -19,12 +19,11 @@ from pathlib import Path
 import yaml
 
 from core.errors import UserError
+from core.runs.timing import PhaseTimer
 from rewards.sandbox import isolation_record
 
 RECORD = "run.json"
 LOCK = ".lock"
-# What this process's run is: its record (run.json) once resolve_run_dir has claimed the folder.
-RUN: dict = {}
 _HELD_LOCKS = []  # open while the process lives: the kernel releases a flock when its holder dies, SIGKILL too
 
 
@@ -98,20 +97,56 @@ def rollback_records(folder: Path, step: int) -> float:
     )
 
 
-def save_record(folder: Path) -> None:
-    if is_main_process():
-        (folder / RECORD).write_text(json.dumps(RUN, indent=2) + "\n")
+class RunFolder:
+    """A claimed run folder: its path, the checkpoint a resume continues from, its record (run.json: the method,
+    the checkpoints this run wrote, the training seconds before a resume, its own `save_total_limit`), the settings
+    the run was parsed from (`configs`, written beside the adapter) and where its training time goes (`phases`)."""
+
+    def __init__(self, path: Path, resume: str | None, record: dict, configs: tuple = ()):
+        self.path, self.resume, self.record, self.configs = path, resume, record, configs
+        self.phases = PhaseTimer()
+
+    def write_files(self) -> None:
+        """config.yaml (every setting, resolved) and versions.json, beside the adapter."""
+        write_run_files(str(self.path), *self.configs)
+
+    @property
+    def train_seconds_before(self) -> float:
+        return self.record.get("train_seconds_before", 0.0)
+
+    def wrote(self, checkpoint: str) -> bool:
+        """Whether `checkpoint` (checkpoint-N) is one this run wrote (a resumed run may save a step again)."""
+        return checkpoint in self.record.get("checkpoints", [])
+
+    def save_record(self) -> None:
+        if is_main_process():
+            (self.path / RECORD).write_text(json.dumps(self.record, indent=2) + "\n")
+
+    def record_checkpoint(self, name: str) -> list[str]:
+        """Adds a checkpoint this run wrote to run.json and deletes its own oldest beyond the run's save_total_limit
+        (never one it did not write); returns the deleted names."""
+        checkpoints = self.record.setdefault("checkpoints", [])
+        if name not in checkpoints:
+            checkpoints.append(name)
+        limit, deleted = self.record.get("save_total_limit"), []
+        while limit and len(checkpoints) > limit:
+            oldest = checkpoints.pop(0)
+            shutil.rmtree(self.path / oldest, ignore_errors=True)
+            deleted.append(oldest)
+        self.save_record()
+        return deleted
 
 
-def resolve_run_dir(training_args, method: str, profile: str, reuse: bool = False) -> str | None:
-    """Sets output_dir (runs/<method>-<profile>-<timestamp> unless given), claims it for this run and returns the
-    checkpoint to resume.
+def resolve_run_dir(method: str, script_args, training_args, model_args=None) -> RunFolder:
+    """Sets output_dir (runs/<method>-<profile>-<timestamp> unless given; `script_args.profile`), claims it for this
+    run and returns it, with the checkpoint to resume and the settings to write beside the adapter.
 
     `resume_from_checkpoint: latest` resumes the newest complete checkpoint of output_dir (skipping, with a notice,
     any whose state is unreadable), or, when output_dir is not given, of the newest runs/<method>-<profile>-* folder.
-    Without a resume, a folder holding files is refused unless `reuse` (they then move to previous-<time>/ inside it).
+    Without a resume, a folder holding files is refused unless `script_args.reuse_output_dir` (they then move to previous-<time>/ inside it).
     Checkpoint rotation is the run's own (`save_total_limit` is kept in run.json; transformers' is turned off).
     """
+    profile, reuse = script_args.profile, script_args.reuse_output_dir
     resume = training_args.resume_from_checkpoint
     if training_args.output_dir in (None, "", "trainer_output"):
         runs = sorted(Path("runs").glob(f"{method}-{profile}-*")) if resume == "latest" else []
@@ -160,33 +195,20 @@ def resolve_run_dir(training_args, method: str, profile: str, reuse: bool = Fals
                 (folder / name).rename(previous / name)
             print(f"reusing {folder}: what it held moved to {previous}")
         record = {"checkpoints": [], "train_seconds_before": 0.0}
-    RUN.clear()
-    RUN.update(
+    run = RunFolder(
+        folder,
+        resume,
         {
             "method": method,
             **record,
             "started": record.get("started", time.strftime("%Y-%m-%d %H:%M:%S")),
             "save_total_limit": training_args.save_total_limit,
-        }
+        },
+        (script_args, training_args, model_args),
     )
-    training_args.save_total_limit = None  # transformers would rotate any checkpoint-* of the folder: see RUN
-    save_record(folder)
-    return resume
-
-
-def record_checkpoint(folder: Path, name: str) -> list[str]:
-    """Adds a checkpoint this run wrote to run.json and deletes its own oldest beyond the run's save_total_limit
-    (never one it did not write); returns the deleted names."""
-    RUN.setdefault("checkpoints", [])
-    if name not in RUN["checkpoints"]:
-        RUN["checkpoints"].append(name)
-    limit, deleted = RUN.get("save_total_limit"), []
-    while limit and len(RUN["checkpoints"]) > limit:
-        oldest = RUN["checkpoints"].pop(0)
-        shutil.rmtree(folder / oldest, ignore_errors=True)
-        deleted.append(oldest)
-    save_record(folder)
-    return deleted
+    training_args.save_total_limit = None  # transformers would rotate any checkpoint-* of the folder: see run.json
+    run.save_record()
+    return run
 
 
 def library_versions() -> dict[str, str]:

@@ -1,3 +1,4 @@
-"""What the trainers get on top of TRL's: seeded start, atomic checkpoints, clean stops and the recipe trainer classes
-(`trainers`), what a run reports while it trains (`callbacks`), where its time went (`timing`), live tensor memory
-(`memory_meter`), and PPO's reward-function adapter and resume (`ppo`)."""
+"""What the trainers get on top of TRL's. Public: `trainers.recipe_trainer(method, logprobs)` (the declared recipe
+trainer classes on `RecipeTrainer`: seeded start, atomic checkpoints, clean stops, the run's settings and final save),
+`callbacks.run_callbacks` (metrics.jsonl, cost.json, SIGTERM), `memory_meter.LiveTensorMeter`, and PPO's pieces in
+`ppo` (`RewardFunctionModel`, `ResumablePPOTrainer`, `load_value_model`)."""

@@ -16,76 +16,27 @@ from pathlib import Path
 import torch
 from transformers import PreTrainedModel, TrainerCallback
 
-from core.inputs.config import STOP_GRACE_SECONDS
-from core.runs.folder import RUN, record_checkpoint
+from core.inputs.arguments import STOP_GRACE_SECONDS, RunArguments
+from core.runs.folder import RunFolder
 from core.runs.storage import write_text_whole, writing
 from core.training.memory_meter import LiveTensorMeter, model_tensors, rss_mb
-from core.training.timing import PHASE_SECONDS, time_split
-from rewards import call_reward
-from rewards.time_limit import REWARD_TIMEOUT_SECONDS, install_alarm_handler, interrupt_main_thread, running
+from rewards.ledger import RewardLedger
+from rewards.time_limit import install_alarm_handler, interrupt_main_thread, running
 
 # The runtime alone (Python, torch, transformers and, since the recipes import it first, TRL; no model yet): what a
 # CPU peak sits on top of.
 RSS_BEFORE_MODEL_MB = rss_mb()
-
-# Seconds, calls and completions spent in each reward function during training (TimedReward), for cost.json.
-REWARD_TIME: dict[str, dict[str, float]] = {}
-# Each reward's scores since the last logged step, so every trainer's metrics.jsonl has `rewards/<name>/mean` (GRPO
-# logs it itself; PPO logs only the weighted total).
-REWARD_SCORES: dict[str, list[float]] = {}
-# The token lengths of the completions each pass/fail reward passed and failed since the last logged step (this
-# process's batches), for metrics.jsonl's `lengths/<name>/passed` and `/failed`.
-REWARD_LENGTHS: dict[str, list[int]] = {}
-
-
-class TimedReward:
-    """A reward function as training calls it: checked (`rewards.call_reward`: one finite number or None per
-    completion within `timeout` seconds, or an error naming the reward and the row) and timed into REWARD_TIME (what
-    a code reward's sandbox costs per step). A class, not a closure, so it pickles like the rewards it wraps."""
-
-    def __init__(self, func, timeout: float | None = REWARD_TIMEOUT_SECONDS):
-        self.func, self.timeout = func, timeout
-        self.__name__ = getattr(func, "__name__", type(func).__name__)
-
-    def __call__(self, completions, **columns):
-        start = time.perf_counter()
-        scores = call_reward(self.func, completions, timeout=self.timeout, **columns)
-        spent = REWARD_TIME.setdefault(self.__name__, {"seconds": 0.0, "calls": 0, "completions": 0})
-        spent["seconds"] += time.perf_counter() - start
-        spent["calls"] += 1
-        spent["completions"] += len(completions)
-        REWARD_SCORES.setdefault(self.__name__, []).extend(score for score in scores if score is not None)
-        log_lengths_by_score(self.__name__, scores, columns)
-        return scores
-
-
-def log_lengths_by_score(name: str, scores: list, columns: dict) -> None:
-    """For a pass/fail reward, the token lengths of the completions it passed and of those it failed (TRL's GRPO
-    hands rewards `completion_ids`), kept in this process for MetricsLogger: what training does to the length of
-    right and of wrong answers (GRPO's length bias). Not through TRL's `log_metric`: that gathers each metric across
-    ranks, and a rank whose batch has no passed (or no failed) completion would leave the others waiting."""
-    ids = columns.get("completion_ids")
-    if ids is None or len(ids) != len(scores) or not {s for s in scores if s is not None} <= {0.0, 1.0}:
-        return
-    for verdict, value in (("passed", 1.0), ("failed", 0.0)):
-        lengths = [len(i) for i, s in zip(ids, scores, strict=True) if s == value]
-        REWARD_LENGTHS.setdefault(f"lengths/{name}/{verdict}", []).extend(lengths)
 
 
 class MetricsLogger(TrainerCallback):
     """Every logged row, as one JSON line of <output_dir>/metrics.jsonl (rank 0), with each reward's mean since the
     last row where the trainer does not log it, and the lengths of what each pass/fail reward passed and failed."""
 
-    def __init__(self, output_dir: str):
-        self.path = Path(output_dir) / "metrics.jsonl"
+    def __init__(self, output_dir: str, ledger: RewardLedger):
+        self.path, self.ledger = Path(output_dir) / "metrics.jsonl", ledger
 
     def on_log(self, args, state, control, logs=None, **kwargs):
-        scored = {
-            f"rewards/{name}/mean": sum(scores) / len(scores) for name, scores in REWARD_SCORES.items() if scores
-        }
-        scored |= {key: sum(lengths) / len(lengths) for key, lengths in REWARD_LENGTHS.items() if lengths}
-        REWARD_SCORES.clear()
-        REWARD_LENGTHS.clear()
+        scored = self.ledger.means_since_last_log()
         if state.is_world_process_zero and logs:
             row = {"step": state.global_step, **{k: v for k, v in scored.items() if k not in logs}, **logs}
             with writing("metrics.jsonl", self.path.parent), open(self.path, "a") as fh:
@@ -191,8 +142,9 @@ class CostMeter(TrainerCallback):
     and with `measure_tensors` the live tensor bytes (core.training.memory_meter). checkpoints.jsonl: when each
     checkpoint was taken, in training seconds (accuracy against compute in the comparison)."""
 
-    def __init__(self, output_dir: str, measure_tensors: bool = False):
-        self.output_dir, self.measure_tensors = Path(output_dir), measure_tensors
+    def __init__(self, run: RunFolder, ledger: RewardLedger, measure_tensors: bool = False):
+        self.run, self.ledger, self.phases, self.measure_tensors = run, ledger, run.phases, measure_tensors
+        self.output_dir = run.path
 
     def on_train_begin(self, args, state, control, model=None, **kwargs):
         self.meter = None
@@ -201,10 +153,10 @@ class CostMeter(TrainerCallback):
             self.meter.track(model_tensors(model) if model else [])
             self.model_bytes, self.between_steps_bytes = self.meter.live_bytes, 0
             self.meter.__enter__()
-        self.start = time.time() - RUN.get("train_seconds_before", 0.0)  # a resumed run's seconds go on counting
-        REWARD_TIME.clear()
-        REWARD_SCORES.clear()
-        PHASE_SECONDS.clear()
+        self.start = time.time() - self.run.train_seconds_before  # a resumed run's seconds go on counting
+        self.ledger.time.clear()
+        self.ledger.scores.clear()
+        self.phases.clear()
         trainable = [p for p in model.parameters() if p.requires_grad] if model else []
         # ZeRO-3 leaves each rank a partition of every parameter (ds_tensor) and the full size in ds_numel
         self.trainable = sum(getattr(p, "ds_numel", p.numel()) for p in trainable) if model else None
@@ -234,22 +186,22 @@ class CostMeter(TrainerCallback):
         if state.is_world_process_zero:
             with writing("checkpoints.jsonl", self.output_dir), open(self.output_dir / "checkpoints.jsonl", "a") as fh:
                 fh.write(json.dumps({"step": state.global_step, "train_seconds": time.time() - self.start}) + "\n")
-            record_checkpoint(self.output_dir, f"checkpoint-{state.global_step}")
+            self.run.record_checkpoint(f"checkpoint-{state.global_step}")
 
     def on_train_end(self, args, state, control, **kwargs):
         if self.meter is not None:
             self.meter.__exit__(None, None, None)
         train_seconds = time.time() - self.start
-        reward_seconds = sum(spent["seconds"] for spent in REWARD_TIME.values())
+        reward_seconds = sum(spent["seconds"] for spent in self.ledger.time.values())
         record = {
             "train_seconds": train_seconds,
             # a resumed run's split covers the seconds since it resumed; the rest counts as forward_backward
-            "time_split": time_split(train_seconds, reward_seconds),
+            "time_split": self.phases.split(train_seconds, reward_seconds),
             "train_steps": state.global_step,
             "trainable_params": self.trainable,
             "trainable_params_held": self.trainable_held,  # by this rank (rank 0): fewer where parameters are sharded
             "models_in_memory": self.bases,
-            "reward_time": {name: dict(spent) for name, spent in REWARD_TIME.items()},
+            "reward_time": {name: dict(spent) for name, spent in self.ledger.time.items()},
             "peak_tensor_mb": self.meter.peak_bytes / 2**20 if self.meter else None,
         }
         if self.meter is not None:
@@ -278,9 +230,13 @@ class CostMeter(TrainerCallback):
             write_text_whole(self.output_dir / "cost.json", json.dumps(record, indent=2) + "\n")
 
 
-def run_callbacks(
-    output_dir: str, measure_tensors: bool = False, stop_grace_seconds: float = STOP_GRACE_SECONDS
-) -> list:
-    """metrics.jsonl logging, cost.json (memory, time) and graceful SIGTERM for any transformers Trainer."""
+def run_callbacks(run: RunFolder, args: RunArguments, ledger: RewardLedger | None = None) -> list:
+    """metrics.jsonl logging, cost.json (memory, time) and graceful SIGTERM for any transformers Trainer, on the
+    run's folder (and its phase timer) and reward ledger (none for a method without rewards)."""
+    ledger = ledger if ledger is not None else RewardLedger()
     # CostMeter before StopOnSignal: the checkpoint a signal saves is recorded before the process leaves
-    return [MetricsLogger(output_dir), CostMeter(output_dir, measure_tensors), StopOnSignal(stop_grace_seconds)]
+    return [
+        MetricsLogger(str(run.path), ledger),
+        CostMeter(run, ledger, args.measure_tensor_memory),
+        StopOnSignal(args.stop_grace_seconds),
+    ]

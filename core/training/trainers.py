@@ -1,4 +1,5 @@
-"""What every recipe's trainer gets on top of TRL's (`recipe_trainer(TrainerClass)`): checkpoints that are never
+"""What every recipe's trainer gets on top of TRL's (`RecipeTrainer`, and the recipes' trainer classes built on it:
+`recipe_trainer(method, logprobs)`): checkpoints that are never
 half-written, starting weights that follow the run's seed, no training under an engine other than the one the
 launch asked for (core.inputs.distributed), and a run stopped in the middle of a step (a reward past `reward_timeout`,
 a step stuck after SIGTERM) that ends as a signal does: the last finished step saved and listed, one line.
@@ -11,17 +12,19 @@ take; the next start removes the leftover.
 import os
 import shutil
 import time
-from functools import cache
 from pathlib import Path
 
 from transformers import set_seed
+from trl import DPOTrainer, GRPOTrainer
+from trl.experimental.orpo import ORPOTrainer
 
 from core.errors import close_progress_bars
 from core.inputs.distributed import check_engine
-from core.runs.folder import RUN
+from core.logprobs.trainers import ChunkedDPOTrainer, ChunkedGRPOTrainer, ChunkedORPOTrainer
+from core.runs.folder import RunFolder
 from core.runs.storage import WriteFailed, describe_failure, is_write_failure, writing
 from core.training.callbacks import StopOnSignal
-from core.training.timing import time_generation
+from core.training.ppo import ChunkedPPOTrainer, ResumablePPOTrainer
 from rewards import RewardTimeout
 from rewards.time_limit import Expired, stop_interrupting
 
@@ -58,7 +61,7 @@ class AtomicCheckpoints:
         self.accelerator.wait_for_everyone()  # every rank's files (its RNG state) are in before the rename
         if self.args.should_save:
             if (folder / name).exists():  # a resumed run saving a step again: its own is replaced, no other's
-                if name in RUN.get("checkpoints", []):
+                if self.run.wrote(name):
                     shutil.rmtree(folder / name)
                 else:
                     (folder / name).rename(folder / f"{name}.kept-{time.strftime('%Y%m%d-%H%M%S')}")
@@ -122,21 +125,77 @@ class StopsCleanly:
 
 class RecipeStart:
     """Seeds before TRL builds the model, checks the engine once the trainer's accelerator exists, and times the
-    policy's generation (cost.json's time split)."""
+    policy's generation into the run's phase timer (cost.json's time split); holds the run's folder (`run`) and
+    writes its settings there once built."""
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, run: RunFolder, **kwargs):
+        self.run = run
         # TRL builds the LoRA adapter (random A matrices) before transformers' Trainer seeds: seed first, so a run's
         # starting weights follow its seed.
         set_seed(kwargs["args"].seed)
         super().__init__(*args, **kwargs)
         check_engine(self.accelerator.state)
-        time_generation(getattr(self.model, "policy", self.model))  # PPO's model wraps its policy and critic
+        run.phases.time_generation(getattr(self.model, "policy", self.model))  # PPO's model: policy and critic
+        if self.is_world_process_zero():
+            run.write_files()
+
+    def save_run(self) -> None:
+        """The final adapter (every rank takes part, as TRL's save does) and, on rank 0, the tokenizer beside it."""
+        self.save_model(self.args.output_dir)
+        if self.is_world_process_zero():
+            self.processing_class.save_pretrained(self.args.output_dir)
 
 
-@cache
-def recipe_trainer(trainer_class: type) -> type:
-    """`trainer_class` seeded before it builds the adapter, with atomic checkpoints, stopped cleanly in the middle of a
-    step, refusing an engine the launch did not ask for (made once per trainer class)."""
-    return type(
-        trainer_class.__name__, (RecipeStart, StopsCleanly, AtomicCheckpoints, trainer_class), {"__module__": __name__}
-    )
+class RecipeTrainer(RecipeStart, StopsCleanly, AtomicCheckpoints):
+    """A TRL trainer seeded before it builds the adapter, with atomic checkpoints, stopped cleanly in the middle of a
+    step, refusing an engine the launch did not ask for: put it first among a trainer class's bases."""
+
+
+class GRPORecipeTrainer(RecipeTrainer, GRPOTrainer):
+    pass
+
+
+class ChunkedGRPORecipeTrainer(RecipeTrainer, ChunkedGRPOTrainer):
+    pass
+
+
+class DPORecipeTrainer(RecipeTrainer, DPOTrainer):
+    pass
+
+
+class ChunkedDPORecipeTrainer(RecipeTrainer, ChunkedDPOTrainer):
+    pass
+
+
+class ORPORecipeTrainer(RecipeTrainer, ORPOTrainer):
+    pass
+
+
+class ChunkedORPORecipeTrainer(RecipeTrainer, ChunkedORPOTrainer):
+    pass
+
+
+class PPORecipeTrainer(RecipeTrainer, ResumablePPOTrainer):
+    pass
+
+
+class ChunkedPPORecipeTrainer(RecipeTrainer, ChunkedPPOTrainer):
+    pass
+
+
+# (trainer, logprobs) -> the class its recipe trains with; IPO is DPO's trainer with its loss
+RECIPE_TRAINERS = {
+    ("grpo", "full"): GRPORecipeTrainer,
+    ("grpo", "chunked"): ChunkedGRPORecipeTrainer,
+    ("dpo", "full"): DPORecipeTrainer,
+    ("dpo", "chunked"): ChunkedDPORecipeTrainer,
+    ("orpo", "full"): ORPORecipeTrainer,
+    ("orpo", "chunked"): ChunkedORPORecipeTrainer,
+    ("ppo", "full"): PPORecipeTrainer,
+    ("ppo", "chunked"): ChunkedPPORecipeTrainer,
+}
+
+
+def recipe_trainer(trainer: str, logprobs: str = "full") -> type:
+    """The recipe trainer class of `trainer` (grpo, ppo, dpo, orpo) on the `logprobs` path (full, chunked)."""
+    return RECIPE_TRAINERS[trainer, logprobs]

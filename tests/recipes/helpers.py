@@ -32,12 +32,14 @@ def run_recipe(module, config: str, *overrides: str, heldout: bool = False):
 
 
 def module_parser(module):
-    """The recipe's own TrlParser: main() is annotated with the dataclasses its entry point parses."""
+    """The recipe's own TrlParser: main() is annotated with the dataclasses its entry point parses (and takes where
+    their values came from last, with a default)."""
     import inspect
 
     from trl import TrlParser
 
-    return TrlParser(tuple(p.annotation for p in inspect.signature(module.main).parameters.values()))
+    parameters = inspect.signature(module.main).parameters.values()
+    return TrlParser(tuple(p.annotation for p in parameters if p.default is inspect.Parameter.empty))
 
 
 def heldout_off(parser) -> tuple[str, ...]:

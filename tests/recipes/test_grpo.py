@@ -3,12 +3,12 @@ import re
 
 import pytest
 
+import core.inputs.prompts as prompts
 import recipes.grpo as grpo
+from core.errors import UserError
 from tests.recipes.helpers import (
-    assert_adapter_loads_and_generates,
     assert_run_summary,
     cli,
-    count_4bit,
     metrics_steps,
     run_and_sigterm_after,
     run_recipe,
@@ -16,33 +16,6 @@ from tests.recipes.helpers import (
 )
 
 CONFIG = "recipes/configs/tiny/grpo.yaml"
-
-
-def test_two_steps_in_4bit_save_an_adapter_that_generates(tiny_world, tmp_path, capsys):
-    out = tmp_path / "run"
-    trainer = run_recipe(
-        grpo,
-        CONFIG,
-        "--max_steps",
-        "2",
-        "--logging_steps",
-        "1",
-        "--output_dir",
-        str(out),
-        "--heldout_task",
-        "tiny",
-        "--heldout_limit",
-        "20",
-    )
-    assert count_4bit(trainer.model) == 4 * 7
-    assert trainer.state.global_step == 2
-    assert metrics_steps(out) == [1, 2]
-    assert_run_summary(out, "grpo", capsys.readouterr().out, heldout=True)
-    for name in ("adapter_model.safetensors", "adapter_config.json", "tokenizer.json", "config.yaml", "versions.json"):
-        assert (out / name).exists(), name
-    versions = json.loads((out / "versions.json").read_text())
-    assert versions["trl"] == "1.12.0" and versions["sandbox_isolation"] == "root"
-    assert_adapter_loads_and_generates(out, tiny_world / "model")
 
 
 @pytest.mark.parametrize(
@@ -67,8 +40,8 @@ def test_preflight_errors_come_before_any_model_is_loaded(tiny_world, tmp_path, 
     def no_loading(*args, **kwargs):
         raise AssertionError("a model was loaded before the pre-flight error")
 
-    monkeypatch.setattr(grpo, "load_tokenizer", no_loading)
-    with pytest.raises((SystemExit, ValueError), match=re.escape(message)):
+    monkeypatch.setattr(prompts, "load_tokenizer", no_loading)  # the first load of anything from the model
+    with pytest.raises((SystemExit, UserError), match=re.escape(message)):
         run_recipe(grpo, CONFIG, "--max_steps", "1", "--output_dir", str(tmp_path / "x"), *overrides)
 
 

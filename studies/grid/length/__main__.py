@@ -11,7 +11,7 @@ model also answers directly, without the columns, as its teacher did half the ti
 mostly wrong, worked ones long and mostly right, and the choice is one token after the operands.
 
 Reported per cell: held-out sampled pass@1 and greedy accuracy against dapo, the length (tokens) of right and of
-wrong completions over training (metrics.jsonl, `core.training.callbacks.log_lengths_by_score`: first and last quarter
+wrong completions over training (metrics.jsonl, `rewards.ledger.RewardLedger.record_lengths`: first and last quarter
 of the run) and on the held-out problems at the end, and the share cut at max_completion_length.
 
 Usage:

@@ -8,8 +8,9 @@ import sys
 import pytest
 
 from core.errors import DataError
-from core.inputs.data import fit_prompt_list, load_data
+from core.inputs.data import load_data
 from core.inputs.models import load_tokenizer
+from core.inputs.prompts import fit_prompt_list
 from tests.conftest import REPO_ROOT, entry_point_error
 
 GOOD = {"question": "Ana has 12 coins. Ana gets 30 more. How many coins does Ana have now?", "answer": "#### 42"}

@@ -1,10 +1,12 @@
-"""What recipe_trainer adds to a TRL trainer at its start: the adapter's random initialisation follows the run's seed
-(TRL builds it before transformers' Trainer seeds). Atomic checkpoints: tests/recipes/test_faults.py."""
+"""What a recipe trainer (RecipeTrainer) adds to a TRL trainer at its start: the adapter's random initialisation
+follows the run's seed (TRL builds it before transformers' Trainer seeds). Atomic checkpoints:
+tests/recipes/test_faults.py."""
 
 from datasets import Dataset
-from trl import DPOConfig, DPOTrainer, ModelConfig, get_peft_config
+from trl import DPOConfig, ModelConfig, get_peft_config
 
 from core.inputs.models import model_kwargs
+from core.runs.folder import RunFolder
 from core.training.trainers import recipe_trainer
 
 
@@ -23,8 +25,12 @@ def lora_init(model_path, seed: int, tmp_path) -> dict:
         activation_checkpointing=False,
     )
     args.model_init_kwargs = model_kwargs(model_args)
-    trainer = recipe_trainer(DPOTrainer)(
-        model=str(model_path), args=args, train_dataset=pairs, peft_config=get_peft_config(model_args)
+    trainer = recipe_trainer("dpo")(
+        model=str(model_path),
+        args=args,
+        train_dataset=pairs,
+        peft_config=get_peft_config(model_args),
+        run=RunFolder(tmp_path, None, {}),
     )
     return {name: p.detach().clone() for name, p in trainer.model.named_parameters() if "lora_A" in name}
 

@@ -35,8 +35,8 @@ def test_each_published_readme_is_generated_from_its_json(study):
 
 @pytest.mark.parametrize("study", sorted(STUDIES))
 def test_report_rewrites_the_readme_and_plot_from_a_copy_of_the_published_json_alone(study, tmp_path, capsys):
-    """`python -m studies.grid.<study> --report` trains nothing: from summary.json and settings.json alone it writes the
-    README (the published one, byte for byte) and the plot, and prints the README."""
+    """`python -m studies.grid.<study> --report` trains nothing: from summary.json and settings.json alone it writes
+    the README (the published one, byte for byte) and the plot, and prints the README."""
     folder = tmp_path / study
     folder.mkdir()
     for name in ("summary.json", "settings.json"):
