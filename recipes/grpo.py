@@ -71,14 +71,7 @@ def main(
     preflight(script_args, training_args, model_args, sources)
 
     # ----- rewards (resolved and checked before any data is read) -----
-    rewards = resolve_rewards(
-        script_args.reward_funcs,
-        training_args.reward_weights,
-        script_args.reward_kwargs,
-        script_args.reward_timeout,
-        script_args.reward_noise,
-        training_args.seed,
-    )
+    rewards = resolve_rewards(script_args, training_args.reward_weights, script_args.reward_noise, training_args.seed)
 
     # ----- data -----
     completion = (training_args.max_completion_length, "max_completion_length", sources.of("max_completion_length"))

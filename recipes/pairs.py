@@ -77,7 +77,7 @@ def main(args: PairsArguments, model_args: ModelConfig, sources: Sources = Sourc
     # ----- pre-flight -----
     if Path(args.output).suffix not in (".jsonl", ".parquet"):
         raise SystemExit(f"output {args.output}: use a .jsonl or .parquet file name")
-    rewards = resolve_rewards(args.reward_funcs, args.reward_weights, args.reward_kwargs, args.reward_timeout)
+    rewards = resolve_rewards(args, args.reward_weights)
     if args.num_samples < 2:
         raise SystemExit(f"num_samples must be >= 2 to form a pair, got {args.num_samples}")
     check_model(model_args, sources.of("model_name_or_path"))

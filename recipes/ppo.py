@@ -71,8 +71,8 @@ def main(
     preflight(script_args, training_args, model_args, heldout_args, sources)
 
     # ----- rewards (resolved and checked before any data is read) -----
-    names = [] if script_args.use_reward_model else script_args.reward_funcs
-    rewards = resolve_rewards(names, script_args.reward_weights, script_args.reward_kwargs, script_args.reward_timeout)
+    names = [] if script_args.use_reward_model else None  # a reward model scores instead of the functions
+    rewards = resolve_rewards(script_args, script_args.reward_weights, names=names)
 
     # ----- data -----
     completion = (training_args.response_length, "response_length", sources.of("response_length"))

@@ -11,7 +11,7 @@ accuracy is the share of samples that pass (k=1) or pass@k over rows.
 import math
 from dataclasses import dataclass, field
 
-from core.inputs.arguments import PromptArguments
+from core.inputs.arguments import PromptArguments, RewardArguments
 from core.inputs.prompts import prepare_prompts, prompt_messages, prompt_text
 from core.inputs.rewards import resolve_rewards
 from rewards import call_reward
@@ -56,7 +56,7 @@ def load_reward_task(
     """The task and its rows, checked before any model loads: the rewards resolve (and the sandbox can isolate code),
     the weights match them, and the data has the prompt's columns and every column the rewards read
     (`prepare_prompts`, as the recipes prepare theirs)."""
-    rewards = resolve_rewards(reward_names, reward_weights)
+    rewards = resolve_rewards(RewardArguments(reward_funcs=list(reward_names)), reward_weights)
     data_args = PromptArguments(
         dataset_name=data,
         dataset_train_split=split,

@@ -4,6 +4,7 @@ one weight each, the noise a study puts on purpose into what training sees, and 
 from dataclasses import dataclass, field
 
 from core.errors import UserError
+from core.inputs.arguments import RewardArguments
 from rewards import get_reward_funcs
 from rewards.ledger import RewardLedger, TimedReward
 from rewards.noise import flip_noise
@@ -28,28 +29,25 @@ class Rewards:
 
 
 def resolve_rewards(
-    names: list[str],
-    weights: list[float] | None = None,
-    kwargs: dict | None = None,
-    timeout: float | None = None,
-    noise: float = 0.0,
-    seed: int = 0,
+    args: RewardArguments, weights: list[float] | None = None, noise: float = 0.0, seed: int = 0, names=None
 ) -> Rewards:
-    """`names` resolved (rewards.get_reward_funcs: a name not registered, a dotted path that does not import, or a
-    sandbox that cannot isolate code ends in one line) with one weight each (default 1.0); with `noise` (in [0, 1],
-    checked where it is set), training sees each 0/1 reward flipped with that probability (rewards.noise, seeded by
-    `seed` + the reward's index)."""
+    """The rewards `args` asks for (or `names`: PPO with a reward model asks for none) resolved
+    (rewards.get_reward_funcs: a name not registered, a dotted path that does not import, or a sandbox that cannot
+    isolate code ends in one line) with one weight each (default 1.0), each called under `args.reward_timeout`; with
+    `noise` (in [0, 1], checked where it is set), training sees each 0/1 reward flipped with that probability
+    (rewards.noise, seeded by `seed` + the reward's index)."""
+    names = list(args.reward_funcs if names is None else names)
     try:
-        funcs = get_reward_funcs(names, kwargs or {})
+        funcs = get_reward_funcs(names, args.reward_kwargs)
     except ValueError as error:
         raise UserError(str(error)) from error
     except SandboxUnavailable as error:  # its cause and fixes, in one line
         raise SystemExit(str(error)) from error
     weights = list(weights) if weights else [1.0] * len(funcs)
     if len(weights) != len(funcs):
-        raise UserError(f"reward_weights has {len(weights)} entries for {len(funcs)} reward_funcs {list(names)}")
+        raise UserError(f"reward_weights has {len(weights)} entries for {len(funcs)} reward_funcs {names}")
     # a verifier that is sometimes wrong, on purpose; held-out truth stays clean
     noisy = [flip_noise(f, noise, seed + i) for i, f in enumerate(funcs)] if noise else funcs
     ledger = RewardLedger()
-    trained = [TimedReward(f, ledger, timeout) if timeout is not None else TimedReward(f, ledger) for f in noisy]
-    return Rewards(list(names), funcs, weights, trained, ledger)
+    trained = [TimedReward(f, ledger, args.reward_timeout) for f in noisy]
+    return Rewards(names, funcs, weights, trained, ledger)

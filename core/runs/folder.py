@@ -143,7 +143,8 @@ def resolve_run_dir(method: str, script_args, training_args, model_args=None) ->
 
     `resume_from_checkpoint: latest` resumes the newest complete checkpoint of output_dir (skipping, with a notice,
     any whose state is unreadable), or, when output_dir is not given, of the newest runs/<method>-<profile>-* folder.
-    Without a resume, a folder holding files is refused unless `script_args.reuse_output_dir` (they then move to previous-<time>/ inside it).
+    Without a resume, a folder holding files is refused unless `script_args.reuse_output_dir` (they then move to
+    previous-<time>/ inside it).
     Checkpoint rotation is the run's own (`save_total_limit` is kept in run.json; transformers' is turned off).
     """
     profile, reuse = script_args.profile, script_args.reuse_output_dir
