@@ -16,7 +16,7 @@ from core.inputs.arguments import PromptArguments, RewardArguments, RunArguments
 from core.inputs.config import Sources, parse_config
 from core.inputs.models import check_model, model_kwargs
 from core.inputs.prompts import prepare_prompts
-from core.inputs.rewards import resolve_rewards
+from core.inputs.rewards import Rewards, resolve_rewards
 from core.logprobs.trainers import check_logprobs
 from core.report.summary import finish_run
 from core.runs.folder import resolve_run_dir
@@ -45,9 +45,9 @@ class GRPOScriptArguments(RunArguments, RewardArguments, PromptArguments):
 
 def preflight(
     script_args: GRPOScriptArguments, training_args: GRPOConfig, model_args: ModelConfig, sources: Sources
-) -> None:
-    """What the recipe alone checks before a model is loaded (GRPOConfig itself checks that each generation batch,
-    over all processes, holds whole groups of num_generations; the rewards are resolved next)."""
+) -> Rewards:
+    """Everything checked before any data is read or a model loaded; returns the run's rewards, resolved (GRPOConfig
+    itself checks that each generation batch, over all processes, holds whole groups of num_generations)."""
     if training_args.use_vllm and (model_args.load_in_4bit or model_args.load_in_8bit):
         raise SystemExit(
             "use_vllm with a 4-bit/8-bit base: vLLM weight sync needs merged LoRA weights, which a "
@@ -57,8 +57,10 @@ def preflight(
         raise SystemExit(
             f"reward_noise {script_args.reward_noise} ({sources.of('reward_noise')}): a flip probability, in [0, 1]"
         )
+    rewards = resolve_rewards(script_args, training_args.reward_weights, script_args.reward_noise, training_args.seed)
     check_logprobs(script_args.logprobs, "grpo", training_args)
     check_model(model_args, sources.of("model_name_or_path"))
+    return rewards
 
 
 def main(
@@ -68,10 +70,8 @@ def main(
     heldout_args: HeldoutArguments,
     sources: Sources = Sources(),
 ):
-    preflight(script_args, training_args, model_args, sources)
-
-    # ----- rewards (resolved and checked before any data is read) -----
-    rewards = resolve_rewards(script_args, training_args.reward_weights, script_args.reward_noise, training_args.seed)
+    # ----- rewards (resolved with every other check before any data is read) -----
+    rewards = preflight(script_args, training_args, model_args, sources)
 
     # ----- data -----
     completion = (training_args.max_completion_length, "max_completion_length", sources.of("max_completion_length"))

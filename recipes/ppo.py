@@ -68,11 +68,10 @@ def main(
     heldout_args: HeldoutArguments,
     sources: Sources = Sources(),
 ):
-    preflight(script_args, training_args, model_args, heldout_args, sources)
-
-    # ----- rewards (resolved and checked before any data is read) -----
+    # ----- rewards (resolved first, then every other check, before any data is read) -----
     names = [] if script_args.use_reward_model else None  # a reward model scores instead of the functions
     rewards = resolve_rewards(script_args, script_args.reward_weights, names=names)
+    preflight(script_args, training_args, model_args, heldout_args, sources)
 
     # ----- data -----
     completion = (training_args.response_length, "response_length", sources.of("response_length"))
