@@ -85,7 +85,7 @@ def evaluate_model(
     samples: list[list[str]] | None = None,
 ):
     """(summary metrics, per-sample records). Used by `make eval`, the studies and the tiny world's build; the
-    records come from `core.evaluation.heldout.score_rows`, as held-out accuracy during training does.
+    records come from `core.evaluation.scoring.score_rows`, as held-out accuracy during training does.
     `samples` (k completions per row) skips generation, e.g. when vLLM generated them."""
     records = score_rows(model, tokenizer, task_name, rows, k, temperature, max_new_tokens, batch_size, samples)
     return accuracy_metrics(records, k, len(rows)), records
