@@ -1,8 +1,8 @@
 """Held-out accuracy and drift while a model trains, through the generation and scoring of `make eval`
-(`core.evaluation.scoring`, which `eval/run.py` calls too): `HeldoutEval` scores the model (adapter on) on held-out problems that are
-never trained on, at the start (step 0: the start model), every `heldout_eval_steps` and at the end, and measures on
-the same completions how far the policy drifted from where it started: mean per-token KL from the start model
-(adapter off vs on, on the same tokens), mean token entropy, completion length and the share cut at the budget.
+(`core.evaluation.scoring`, which `eval/run.py` calls too): `HeldoutEval` scores the model (adapter on) on held-out
+problems that are never trained on, at the start (step 0: the start model), every `heldout_eval_steps` and at the end,
+and measures on the same completions how far the policy drifted from where it started: mean per-token KL from the start
+model (adapter off vs on, on the same tokens), mean token entropy, completion length and the share cut at the budget.
 Rows `heldout/...` go to metrics.jsonl, each evaluation's per-problem records to heldout/step-<N>.jsonl."""
 
 import json
