@@ -48,7 +48,7 @@ def prepare_prompts(
         drop_incomplete=args.drop_incomplete_rows,
     )
     dataset, held = cut_heldout(dataset, heldout_fraction, seed, args.dataset_name)
-    if skip >= len(dataset) and skip:
+    if skip and skip >= len(dataset):
         raise SystemExit(f"skip_prompts {skip}: {args.dataset_name} has only {len(dataset)} prompts")
     if skip or limit:
         dataset = dataset.select(range(skip, min(len(dataset), skip + limit) if limit else len(dataset)))
