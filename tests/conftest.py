@@ -53,6 +53,16 @@ def tiny_length_world() -> Path:
 
 
 @pytest.fixture(scope="session")
+def smol_world() -> Path:
+    """SmolLM2-135M-Instruct, converted from the wheel's GGUF file as `make smol` converts it (once, ~17 s)."""
+    from tasks.smol import install
+
+    out = REPO_ROOT / "artifacts" / "smol"
+    install(out)
+    return out
+
+
+@pytest.fixture(scope="session")
 def tiny_pairs(tiny_world, tmp_path_factory) -> Path:
     """On-policy pairs from the tiny model, built once by the real `recipes.pairs` CLI path."""
     import subprocess

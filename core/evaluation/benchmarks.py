@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from core.inputs.data import load_data
 from rewards.code import code_test_columns, program_for, run_row_tests
 from rewards.math import check_answers
+from tasks.smol import SYSTEM_PROMPT as SMOL_SYSTEM_PROMPT
 
 # Doubled braces: templates go through str.format.
 BOXED_INSTRUCTION = "Please reason step by step, and put your final answer within \\boxed{{}}."
@@ -92,6 +93,19 @@ TASKS = {
         "{question}",
         default_data="artifacts/tiny-length/data/test.jsonl",
         max_new_tokens=96,
+    ),
+    # SmolLM2-135M-Instruct's task (make smol): one-step word problems, prompted through the model's own chat
+    # template with its own default system prompt stated, as its recipes train.
+    "smol": Task(
+        "smol",
+        None,
+        None,
+        "test",
+        ("question", "answer"),
+        "{question}",
+        system_prompt=SMOL_SYSTEM_PROMPT,
+        default_data="artifacts/smol/data/test.jsonl",
+        max_new_tokens=128,
     ),
     "tiny-code": Task(
         "tiny-code",
