@@ -13,7 +13,7 @@ SMOL := artifacts/smol
 # Where DeepSpeed (and torch) keep the C++ extensions they compile on first use: inside the environment, built once.
 export TORCH_EXTENSIONS_DIR ?= $(abspath $(VENV))/torch_extensions
 
-##@ PROFILE=tiny        config profile: tiny, tiny-code, 7b, 7b-code (recipes/configs/<profile>/)
+##@ PROFILE=tiny        config profile: tiny, tiny-code, smol, 7b, 7b-code (recipes/configs/<profile>/)
 ##@ CONFIG=path.yaml    a config of your own instead of the profile's
 ##@ ARGS="--flag v"     extra flags for the target's script (recipe flags override the YAML)
 ##@ LAUNCH=name NPROC=n run a recipe under `accelerate launch` with recipes/accelerate/<name>.yaml, n processes in all
@@ -55,8 +55,9 @@ K ?= $(k)
 # CONFIG, only when that file names them.
 CONFIG_TEXT := $(if $(CONFIG),$(shell cat $(CONFIG) 2>/dev/null))
 WORLD_DIR := $(strip $(if $(CONFIG),$(if $(findstring $(TINY_CODE)/,$(CONFIG_TEXT)),$(TINY_CODE),\
-	$(if $(findstring $(TINY)/,$(CONFIG_TEXT)),$(TINY))),\
-	$(if $(filter tiny,$(PROFILE)),$(TINY),$(if $(filter tiny-code,$(PROFILE)),$(TINY_CODE)))))
+	$(if $(findstring $(TINY)/,$(CONFIG_TEXT)),$(TINY),$(if $(findstring $(SMOL)/,$(CONFIG_TEXT)),$(SMOL)))),\
+	$(if $(filter tiny,$(PROFILE)),$(TINY),$(if $(filter tiny-code,$(PROFILE)),$(TINY_CODE),\
+	$(if $(filter smol,$(PROFILE)),$(SMOL))))))
 TINY_WORLD := $(if $(WORLD_DIR),$(WORLD_DIR)/world.json)
 # Not when ARGS names the pairs (--dataset_name): a run on other pairs does not wait for the tiny ones to be sampled.
 TINY_PAIRS := $(strip $(if $(findstring --dataset_name,$(ARGS)),,$(if $(WORLD_DIR),\
@@ -145,6 +146,9 @@ $(TINY)/pairs/train.jsonl: | $(TINY)/world.json
 
 $(TINY_CODE)/pairs/train.jsonl: | $(TINY_CODE)/world.json
 	$(PY) -m recipes.pairs --config recipes/configs/tiny-code/pairs.yaml
+
+$(SMOL)/pairs/train.jsonl: | $(SMOL)/world.json
+	$(PY) -m recipes.pairs --config recipes/configs/smol/pairs.yaml
 
 grpo: install $(TINY_WORLD) ## GRPO with QLoRA (PROFILE, CONFIG, ARGS, LAUNCH, NPROC)
 	$(RECIPE)

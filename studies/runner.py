@@ -46,6 +46,15 @@ PROFILES = {
         "model_name": "artifacts/tiny-length/model",
         "validation": "artifacts/tiny-length/data/validation.jsonl",
     },
+    # the real model offline (make smol, docs/smol.md): make grpo PROFILE=smol's 56 prompts; hours on 2 cores per seed
+    "smol": {
+        "task": "smol",
+        "prompts": 56,
+        "eval_limit": 200,
+        "eval_k": 4,
+        "model_name": "artifacts/smol/model",
+        "validation": "artifacts/smol/data/validation.jsonl",
+    },
     "7b": {
         "task": "gsm8k",
         "prompts": 512,

@@ -129,3 +129,29 @@ def test_every_row_of_the_failure_table_is_held_by_a_test_that_exists():
             path, name = test.split("::")
             source = (REPO_ROOT / "tests" / path).read_text()
             assert re.search(rf"^def {re.escape(name)}", source, re.MULTILINE), test
+
+
+def test_the_real_model_s_first_run_quotes_its_published_run():
+    """The README's `make grpo PROFILE=smol` numbers are the published run's (results/smol/grpo/, its summary.json,
+    with the commit and CPU it ran on), printed as the summary prints them."""
+    run = REPO_ROOT / "results" / "smol" / "grpo"
+    summary = json.loads((run / "summary.json").read_text())
+    machine = json.loads((run / "versions.json").read_text())
+    held = summary["verdict"]["heldout"]
+    low, high = held["paired"]["ci95"]
+    line = (
+        f"held-out smol, {held['n']} problems, greedy: {held['before']:.1%} -> {held['after']:.1%} "
+        f"({held['paired']['mean']:+.1%} [{low:+.1%}, {high:+.1%}], paired)"
+    )
+    assert line in README
+    assert f"{summary['steps']} steps in {summary['wall_seconds']:.0f} s" in README
+    assert machine["cpu"] in README and machine["commit"]
+    # the published run is the shipped config: every setting the trainer resolved, and the held-out set it scored
+    config = yaml.safe_load((run / "config.yaml").read_text())
+    shipped = yaml.safe_load((REPO_ROOT / "recipes" / "configs" / "smol" / "grpo.yaml").read_text())
+    heldout = json.loads((run / "heldout" / "settings.json").read_text())
+    assert (heldout["task"], heldout["n"]) == (shipped.pop("heldout_task"), shipped.pop("heldout_limit"))
+    kept_elsewhere = {"report_to", "save_total_limit"}  # resolved into other forms (the run folder's rotation, [])
+    assert {k: v for k, v in shipped.items() if k not in kept_elsewhere} == {
+        k: config[k] for k in shipped if k not in kept_elsewhere
+    }

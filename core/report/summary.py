@@ -25,6 +25,7 @@ PROFILE_TASKS = {
     "tiny": "tiny",
     "tiny-code": "tiny-code",
     "tiny-length": "tiny-length",
+    "smol": "smol",
     "7b": "gsm8k",
     "7b-code": "mbpp",
 }

@@ -19,6 +19,7 @@ from pathlib import Path
 import yaml
 
 from core.errors import UserError
+from core.runs.provenance import commit, cpu
 from core.runs.timing import PhaseTimer
 from rewards.sandbox import isolation_record
 
@@ -232,5 +233,6 @@ def write_run_files(output_dir: str, *configs) -> None:
         resolved.update(json.loads(json.dumps(dataclasses.asdict(config), default=str)))
     (out / "config.yaml").write_text(yaml.safe_dump(resolved, sort_keys=True))
     # which isolation code rewards get here (rewards.sandbox): "root", "userns", "unisolated" or "unavailable"
-    record = library_versions() | {"sandbox_isolation": isolation_record()}
+    # and where the run's numbers came from: the commit and the CPU whose kernels computed them
+    record = library_versions() | {"sandbox_isolation": isolation_record(), "commit": commit()} | cpu()
     (out / "versions.json").write_text(json.dumps(record, indent=2) + "\n")

@@ -46,8 +46,12 @@ class _RewardBackbone(nn.Module):
     def __init__(self, tokenizer, reward_funcs, weights, prompt_columns):
         super().__init__()
         self.tokenizer, self.reward_funcs, self.weights = tokenizer, reward_funcs, weights
-        self.prompt_columns = prompt_columns
-        self.prompt_lengths = sorted({len(k) for k in prompt_columns})
+        # TRL masks every token equal to the pad token (`query_response != pad_token_id`), inside the prompt too: where
+        # the pad token is also the end of turn (SmolLM2's `<|im_end|>`), a chat prompt reaches forward() without its
+        # turn ends. The lookup keys drop them the same way.
+        pad = tokenizer.pad_token_id
+        self.prompt_columns = {tuple(t for t in ids if t != pad): columns for ids, columns in prompt_columns.items()}
+        self.prompt_lengths = sorted({len(k) for k in self.prompt_columns})
         # gives the module a device; one element, not a scalar: DeepSpeed broadcasts parameters as bytes
         self.anchor = nn.Parameter(torch.zeros(1), requires_grad=False)
 

@@ -119,7 +119,9 @@ def main(argv=None):
     if (args.sweep or validation) and validation and not Path(validation).is_file():
         raise SystemExit(f"--profile {args.profile}: no validation split {validation} (make tiny builds it)")
     start = time.time()
-    estimate_model = grpo_config["model_name_or_path"] if args.profile.startswith("tiny") else profile["model_name"]
+    # a local model folder (the tiny worlds, smol) is estimated from its own config; the 7B from the shipped one
+    local_model = Path(grpo_config["model_name_or_path"]).is_dir()
+    estimate_model = grpo_config["model_name_or_path"] if local_model else profile["model_name"]
 
     if args.report:
         published = read_published(out)

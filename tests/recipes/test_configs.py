@@ -23,7 +23,7 @@ def test_there_are_configs_for_every_method_and_profile():
     names = {(p.parent.name, p.stem) for p in RECIPE_CONFIGS}
     assert names >= {
         (profile, method)
-        for profile in ("tiny", "7b", "tiny-code", "7b-code")
+        for profile in ("tiny", "7b", "tiny-code", "7b-code", "smol")
         for method in ("grpo", "ppo", "dpo", "ipo", "orpo", "pairs")
     }
 

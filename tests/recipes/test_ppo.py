@@ -21,13 +21,18 @@ from tests.recipes.helpers import (
 CONFIG = "recipes/configs/tiny/ppo.yaml"
 
 
-def test_reward_adapter_puts_the_function_score_where_trl_reads_it(tiny_world):
-    tokenizer = AutoTokenizer.from_pretrained(tiny_world / "model")
+@pytest.mark.parametrize("world", ["tiny_world", "smol_world"])
+def test_reward_adapter_puts_the_function_score_where_trl_reads_it(world, request):
+    """On the tiny world, and on SmolLM2, whose pad token is its end of turn: TRL masks it inside the prompt too."""
+    tokenizer = AutoTokenizer.from_pretrained(request.getfixturevalue(world) / "model")
     tokenizer.padding_side = "left"
     questions = ["Ana has 12 coins. Ana gets 30 more. How many coins does Ana have now?", "A box holds 5 pens?"]
     prompts = [
         tokenizer.apply_chat_template(
-            [{"role": "user", "content": q}], add_generation_prompt=True, tokenize=True, return_dict=False
+            [{"role": "system", "content": "Be brief."}, {"role": "user", "content": q}],
+            add_generation_prompt=True,
+            tokenize=True,
+            return_dict=False,
         )
         for q in questions
     ]
@@ -48,7 +53,7 @@ def test_reward_adapter_puts_the_function_score_where_trl_reads_it(tiny_world):
 
 
 @pytest.mark.slow
-def test_sigterm_then_resume_continues_the_same_run(tiny_world, tmp_path):
+def test_sigterm_then_resume_continues_the_same_run(tiny_world, tmp_path, monkeypatch):
     # Without a stop token every generation runs to its full length, so each step draws the same amount of
     # randomness however the CPU kernels round (they are not bitwise reproducible from run to run: completions of two
     # uninterrupted runs differ by a few tokens from step 3 on, and an early stop then shifts the RNG stream). The RNG
@@ -78,8 +83,10 @@ def test_sigterm_then_resume_continues_the_same_run(tiny_world, tmp_path):
         "16",
     ]
     straight_log, resumed_log = tmp_path / "straight.jsonl", tmp_path / "resumed.jsonl"
-    straight = cli("ppo", *common, "--output_dir", str(tmp_path / "straight"), env={"PROMPT_LOG": str(straight_log)})
-    assert straight.wait(timeout=900) == 0, straight.stdout.read()[-3000:]
+    # the uninterrupted run in this process (no signal is its subject): a new interpreter costs ~5 s of imports
+    monkeypatch.setenv("PROMPT_LOG", str(straight_log))
+    run_recipe(ppo, common[1], *common[2:], "--output_dir", str(tmp_path / "straight"))
+    monkeypatch.delenv("PROMPT_LOG")
 
     run = tmp_path / "resumed"
     output = run_and_sigterm_after(

@@ -11,6 +11,7 @@ import recipes.dpo as dpo
 import recipes.grpo as grpo
 import recipes.orpo as orpo
 import recipes.ppo as ppo
+from core.runs.provenance import commit, cpu
 from tests.recipes.helpers import (
     assert_adapter_loads_and_generates,
     assert_run_summary,
@@ -30,6 +31,7 @@ def holds_grpo(trainer, out):
         assert (out / name).exists(), name
     versions = json.loads((out / "versions.json").read_text())
     assert versions["trl"] == "1.12.0" and versions["sandbox_isolation"] == "root"
+    assert versions["commit"].split("+")[0] == commit().split("+")[0] and versions["cpu"] == cpu()["cpu"]
 
 
 def holds_ppo(trainer, out):

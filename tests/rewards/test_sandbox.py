@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -221,93 +222,111 @@ def test_the_users_directories_are_hidden_and_the_tree_is_read_only():
     assert sandbox.run(program, tests).passed == len(tests)
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize(
-    "command",
-    [
+PREFLIGHT_COMMANDS = dict(
+    zip(
+        ["grpo", "ppo", "pairs", "eval", "eval-rewards"],
         [
-            "-m",
-            "recipes.grpo",
-            "--config",
-            "recipes/configs/tiny/grpo.yaml",
-            "--reward_funcs",
-            "code_tests",
-            "--model_name_or_path",
-            "no/such-model",
-            "--output_dir",
-            "RUN",
+            [
+                "-m",
+                "recipes.grpo",
+                "--config",
+                "recipes/configs/tiny/grpo.yaml",
+                "--reward_funcs",
+                "code_tests",
+                "--model_name_or_path",
+                "no/such-model",
+                "--output_dir",
+                "RUN",
+            ],
+            [
+                "-m",
+                "recipes.ppo",
+                "--config",
+                "recipes/configs/tiny/ppo.yaml",
+                "--reward_funcs",
+                "code_tests",
+                "--model_name_or_path",
+                "no/such-model",
+                "--output_dir",
+                "RUN",
+            ],
+            [
+                "-m",
+                "recipes.pairs",
+                "--config",
+                "recipes/configs/tiny/pairs.yaml",
+                "--reward_funcs",
+                "code_tests",
+                "--model_name_or_path",
+                "no/such-model",
+                "--output",
+                "RUN/pairs.jsonl",
+            ],
+            [
+                "-m",
+                "eval.run",
+                "--task",
+                "mbpp",
+                "--data",
+                "tests/fixtures/mbpp_sample.jsonl",
+                "--model",
+                "no/such-model",
+                "--out",
+                "RUN",
+            ],
+            [
+                "-m",
+                "eval.run",
+                "--data",
+                "tests/fixtures/mbpp_sample.jsonl",
+                "--rewards",
+                "code_tests",
+                "--prompt_column",
+                "text",
+                "--model",
+                "no/such-model",
+                "--out",
+                "RUN",
+            ],
         ],
-        [
-            "-m",
-            "recipes.ppo",
-            "--config",
-            "recipes/configs/tiny/ppo.yaml",
-            "--reward_funcs",
-            "code_tests",
-            "--model_name_or_path",
-            "no/such-model",
-            "--output_dir",
-            "RUN",
-        ],
-        [
-            "-m",
-            "recipes.pairs",
-            "--config",
-            "recipes/configs/tiny/pairs.yaml",
-            "--reward_funcs",
-            "code_tests",
-            "--model_name_or_path",
-            "no/such-model",
-            "--output",
-            "RUN/pairs.jsonl",
-        ],
-        [
-            "-m",
-            "eval.run",
-            "--task",
-            "mbpp",
-            "--data",
-            "tests/fixtures/mbpp_sample.jsonl",
-            "--model",
-            "no/such-model",
-            "--out",
-            "RUN",
-        ],
-        [
-            "-m",
-            "eval.run",
-            "--data",
-            "tests/fixtures/mbpp_sample.jsonl",
-            "--rewards",
-            "code_tests",
-            "--prompt_column",
-            "text",
-            "--model",
-            "no/such-model",
-            "--out",
-            "RUN",
-        ],
-    ],
-    ids=["grpo", "ppo", "pairs", "eval", "eval-rewards"],
-)
-def test_recipes_and_eval_refuse_in_their_preflight(tmp_path, command):
-    # No unshare on PATH and a model that does not exist: the sandbox message, not a model-loading error.
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "python").symlink_to(sys.executable)
-    command = [part.replace("RUN", str(tmp_path / "run")) for part in command]
-    result = subprocess.run(
-        [sys.executable, *command],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "PATH": str(bin_dir)},
+        strict=True,
     )
+)
+
+
+@pytest.fixture(scope="module")
+def preflight_refusals(tmp_path_factory):
+    """Each command with no unshare on PATH and a model that does not exist, two at a time (each spends its seconds
+    importing the libraries on one core): {name: (result, its run folder)}."""
+    bin_dir = tmp_path_factory.mktemp("bin")
+    (bin_dir / "python").symlink_to(sys.executable)
+
+    def run(name):
+        folder = tmp_path_factory.mktemp(name)
+        command = [part.replace("RUN", str(folder / "run")) for part in PREFLIGHT_COMMANDS[name]]
+        result = subprocess.run(
+            [sys.executable, *command],
+            cwd=REPO_ROOT,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env={**os.environ, "PATH": str(bin_dir)},
+        )
+        return name, (result, folder / "run")
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        return dict(pool.map(run, PREFLIGHT_COMMANDS))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", PREFLIGHT_COMMANDS)
+def test_recipes_and_eval_refuse_in_their_preflight(preflight_refusals, name):
+    # The sandbox message, not a model-loading error.
+    result, run = preflight_refusals[name]
     assert result.returncode == 1, result.stderr[-2000:]
     assert (
         result.stderr.strip()
         .splitlines()[-1]
         .startswith("rewards.sandbox: cannot isolate untrusted code: `unshare` (util-linux) is not on PATH")
     )
-    assert "Traceback" not in result.stderr and not (tmp_path / "run").exists()
+    assert "Traceback" not in result.stderr and not run.exists()
