@@ -222,76 +222,24 @@ def test_the_users_directories_are_hidden_and_the_tree_is_read_only():
     assert sandbox.run(program, tests).passed == len(tests)
 
 
-PREFLIGHT_COMMANDS = dict(
-    zip(
-        ["grpo", "ppo", "pairs", "eval", "eval-rewards"],
-        [
-            [
-                "-m",
-                "recipes.grpo",
-                "--config",
-                "recipes/configs/tiny/grpo.yaml",
-                "--reward_funcs",
-                "code_tests",
-                "--model_name_or_path",
-                "no/such-model",
-                "--output_dir",
-                "RUN",
-            ],
-            [
-                "-m",
-                "recipes.ppo",
-                "--config",
-                "recipes/configs/tiny/ppo.yaml",
-                "--reward_funcs",
-                "code_tests",
-                "--model_name_or_path",
-                "no/such-model",
-                "--output_dir",
-                "RUN",
-            ],
-            [
-                "-m",
-                "recipes.pairs",
-                "--config",
-                "recipes/configs/tiny/pairs.yaml",
-                "--reward_funcs",
-                "code_tests",
-                "--model_name_or_path",
-                "no/such-model",
-                "--output",
-                "RUN/pairs.jsonl",
-            ],
-            [
-                "-m",
-                "eval.run",
-                "--task",
-                "mbpp",
-                "--data",
-                "tests/fixtures/mbpp_sample.jsonl",
-                "--model",
-                "no/such-model",
-                "--out",
-                "RUN",
-            ],
-            [
-                "-m",
-                "eval.run",
-                "--data",
-                "tests/fixtures/mbpp_sample.jsonl",
-                "--rewards",
-                "code_tests",
-                "--prompt_column",
-                "text",
-                "--model",
-                "no/such-model",
-                "--out",
-                "RUN",
-            ],
-        ],
-        strict=True,
-    )
-)
+def code_reward_recipe(recipe: str, *out: str) -> list[str]:
+    """A recipe's command with the code reward and a model that does not exist."""
+    config = f"recipes/configs/tiny/{recipe}.yaml"
+    return ["-m", f"recipes.{recipe}", "--config", config, "--reward_funcs", "code_tests"] + [
+        "--model_name_or_path",
+        "no/such-model",
+        *out,
+    ]
+
+
+EVAL = ["-m", "eval.run", "--data", "tests/fixtures/mbpp_sample.jsonl", "--model", "no/such-model", "--out", "RUN"]
+PREFLIGHT_COMMANDS = {
+    "grpo": code_reward_recipe("grpo", "--output_dir", "RUN"),
+    "ppo": code_reward_recipe("ppo", "--output_dir", "RUN"),
+    "pairs": code_reward_recipe("pairs", "--output", "RUN/pairs.jsonl"),
+    "eval": [*EVAL, "--task", "mbpp"],
+    "eval-rewards": [*EVAL, "--rewards", "code_tests", "--prompt_column", "text"],
+}
 
 
 @pytest.fixture(scope="module")
