@@ -18,6 +18,7 @@ import hashlib
 import json
 import shutil
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 SHIPPED = Path(__file__).resolve().parent / "worlds"
@@ -68,11 +69,12 @@ def differences(expected: dict[str, str], found: dict[str, str]) -> list[str]:
     return missing + changed + extra
 
 
-def verify_shipped(world: str, source: Path = SHIPPED) -> dict[str, str]:
-    """The manifest of a shipped world, after checking that the files in tasks/worlds/ match it."""
+def verify_shipped(world: str, source: Path = SHIPPED, built: tuple[str, ...] = ()) -> dict[str, str]:
+    """The manifest of a shipped world, after checking that the files in tasks/worlds/ match it (all but those under
+    the `built` prefixes: made on each machine, hashed but not shipped)."""
     expected = manifest(world, source)
-    found = world_files(source / world)
-    wrong = differences(expected, found)
+    shipped = {p: d for p, d in expected.items() if not p.startswith(built)}
+    wrong = differences(shipped, world_files(source / world))
     if wrong:
         raise WorldError(
             f"{source / world}: the shipped world does not match {MANIFEST.name} ({'; '.join(wrong[:3])}): the "
@@ -83,17 +85,36 @@ def verify_shipped(world: str, source: Path = SHIPPED) -> dict[str, str]:
 
 def install(world: str, out: str | Path, source: Path = SHIPPED) -> str:
     """Installs a shipped world at `out` (copying only files that differ) and checks it; returns what it did."""
-    out = Path(out)
-    expected = verify_shipped(world, source)
+    changed, note = install_files(world, out, source)
+    if not changed:
+        return f"the {world} world at {out}: as shipped (hashes checked)"
+    files = f"{len(changed)} file{'s' * (len(changed) != 1)}"
+    return f"the {world} world at {out}: installed {files} from {source / world} (hashes checked){note}"
+
+
+# Makes one part of a world at the given path (the folder a prefix names), for parts each machine builds itself.
+Builder = Callable[[Path], None]
+
+
+def install_files(
+    world: str, out: str | Path, source: Path = SHIPPED, built: dict[str, Builder] | None = None
+) -> tuple[list[str], str]:
+    """Installs a world at `out`: the shipped files that differ are copied, a part under a `built` prefix
+    ("model/") is made by its builder when any of its files differs, and every file is checked against the
+    manifest. Returns the files that changed and a note of what else it did ("" or "; pairs ... moved to ...")."""
+    out, built = Path(out), built or {}
+    expected = verify_shipped(world, source, tuple(built))
     out.parent.mkdir(parents=True, exist_ok=True)
     # Two installs of one folder at once (two make targets, parallel test workers) take turns: the second finds the
     # files in place instead of removing the first's half-copied ones.
     with open(out.parent / f".{out.name}.install.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        return _install(world, out, source, expected)
+        return _install(world, out, source, expected, built)
 
 
-def _install(world: str, out: Path, source: Path, expected: dict[str, str]) -> str:
+def _install(
+    world: str, out: Path, source: Path, expected: dict[str, str], built: dict[str, Builder]
+) -> tuple[list[str], str]:
     before = world_files(out) if out.exists() else {}
     changed = [p for p, digest in expected.items() if before.get(p) != digest]
     model_changed = any(p.startswith("model/") for p in changed) and any(p.startswith("model/") for p in before)
@@ -104,14 +125,22 @@ def _install(world: str, out: Path, source: Path, expected: dict[str, str]) -> s
                 if path.is_file() and path.relative_to(out).as_posix() not in expected:
                     path.unlink()
     for relative in changed:
+        if relative.startswith(tuple(built)):
+            continue
         target = out / relative
         target.parent.mkdir(parents=True, exist_ok=True)
         partial = target.with_name(target.name + ".partial")
         shutil.copyfile(source / world / relative, partial)
         partial.replace(target)  # an interrupted install leaves no half-written weights under the real name
+    for prefix, build in built.items():
+        if any(p.startswith(prefix) for p in changed):
+            build(out / prefix.rstrip("/"))
     wrong = differences(expected, world_files(out))
     if wrong:
-        raise WorldError(f"{out}: after installing the shipped {world} world: {'; '.join(wrong[:3])}")
+        hint = ""
+        if any(p.startswith(prefix) for p in wrong for prefix in built):
+            hint = " (built here: other versions of the libraries that build it than requirements*.txt pin?)"
+        raise WorldError(f"{out}: after installing the {world} world: {'; '.join(wrong[:3])}{hint}")
     (out / "world.json").touch()  # newer than the manifest: make installs again only when a pull changes it
     note = ""
     if model_changed and (out / "pairs").exists():
@@ -120,10 +149,7 @@ def _install(world: str, out: Path, source: Path, expected: dict[str, str]) -> s
         shutil.rmtree(stale, ignore_errors=True)
         (out / "pairs").rename(stale)
         note = f"; pairs sampled from the replaced model moved to {stale}"
-    if not changed:
-        return f"the {world} world at {out}: as shipped (hashes checked)"
-    files = f"{len(changed)} file{'s' * (len(changed) != 1)}"
-    return f"the {world} world at {out}: installed {files} from {source / world} (hashes checked){note}"
+    return changed, note
 
 
 def ship(folder: str | Path, world: str) -> str:

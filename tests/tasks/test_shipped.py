@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from tasks.shipped import MANIFEST, SHIPPED, WorldError, compare, install, manifest, world_files
+from tasks.shipped import MANIFEST, SHIPPED, WorldError, compare, install, install_files, manifest, world_files
 from tests.conftest import REPO_ROOT
 
 
@@ -68,6 +68,38 @@ def test_replacing_the_model_keeps_the_pairs_it_sampled_out_of_the_recipes_way(t
     assert "pairs sampled from the replaced model moved to" in said, said
     assert not (out / "pairs").exists()
     assert (out / "pairs.from-replaced-model" / "train.jsonl").read_text().startswith('{"prompt"')
+
+
+def test_a_part_each_machine_builds_is_built_only_when_it_differs_and_checked_like_a_shipped_one(tmp_path):
+    """The mechanism `make smol` uses for its converted model: the built part is absent from tasks/worlds/ (the
+    source check skips it), its builder runs only when one of its files is missing or differs, a builder whose
+    output differs from the manifest is refused in one line, and pairs sampled from the replaced part move aside."""
+    source = tmp_path / "worlds"
+    shutil.copytree(SHIPPED, source)
+    weights = tmp_path / "weights"
+    shutil.move(source / "tiny" / "model", weights)  # the "wheel" the builder converts from
+    calls = []
+
+    def build(target):
+        calls.append(target)
+        shutil.rmtree(target, ignore_errors=True)
+        shutil.copytree(weights, target)
+
+    out = tmp_path / "tiny"
+    changed, _ = install_files("tiny", out, source=source, built={"model/": build})
+    assert calls == [out / "model"] and len(changed) == 10 and world_files(out) == manifest("tiny", source)
+    assert install_files("tiny", out, source=source, built={"model/": build}) == ([], "")
+    assert len(calls) == 1  # nothing differed: nothing built
+
+    (out / "pairs").mkdir()
+    (out / "model" / "config.json").write_text("{}\n")
+    changed, note = install_files("tiny", out, source=source, built={"model/": build})
+    assert changed == ["model/config.json"] and len(calls) == 2 and "pairs sampled from the replaced model" in note
+
+    (weights / "config.json").write_text('{"built": "elsewhere"}\n')
+    (out / "model" / "config.json").write_text("{}\n")
+    with pytest.raises(WorldError, match=r"model/config.json differs \(built here: other versions of the libraries"):
+        install_files("tiny", out, source=source, built={"model/": build})
 
 
 def test_the_manifest_lists_exactly_the_shipped_files():
