@@ -25,7 +25,7 @@ export TORCH_EXTENSIONS_DIR ?= $(abspath $(VENV))/torch_extensions
 ##@ FILE=f REWARDS=a,b  score: a JSONL of completions; REWARDS: reward names or dotted paths (score, eval)
 ##@ REWARD_WEIGHTS=1,0.5 PROMPT_COLUMN=c PROMPT_TEMPLATE="{c} ..." SYSTEM_PROMPT="..." PASS_THRESHOLD=x
 ##@                     eval DATA=... REWARDS=...: your own task, prompted as the recipes prompt it
-##@ RUN="dir [dir]"     plot, audit: run folders; A=results.json B=results.json: eval-compare
+##@ RUN="dir [dir]"     plot, audit, export: run folders (export: one; OUT: its folder); A= B=: eval-compare
 ##@ SEEDS=5             compare: seeds per method (the published tables' 5)
 ##@ TEST_WORKERS=0      test, test-fast: parallel pytest workers (0: one process)
 ##@ CPU=avx2            any target as an AVX2-only CPU runs it, on an AVX-512 machine (docs/test-suite.md)
@@ -81,7 +81,7 @@ LAUNCHER = $(if $(LAUNCH),$(PY) -m recipes.launch --config_file recipes/accelera
 	$(if $(NPROC),--num_processes $(NPROC)) $(LAUNCH_ARGS) -m,$(PY) -m)
 RECIPE = $(LAUNCHER) recipes.$@ --config $(or $(CONFIG),recipes/configs/$(PROFILE)/$@.yaml) $(ARGS)
 
-.PHONY: help install test test-fast lint tiny tiny-rebuild grpo ppo dpo ipo orpo pairs eval audit eval-compare score plot reward-check \
+.PHONY: help install test test-fast lint tiny tiny-rebuild grpo ppo dpo ipo orpo pairs eval audit export eval-compare score plot reward-check \
 	compare sweep estimate bench-memory bench-gpu bench-rewards
 
 help: ## this list
@@ -175,6 +175,9 @@ eval: install $(EVAL_WORLD) ## held-out accuracy: a TASK, or DATA scored by REWA
 audit: install ## the verdict of finished runs, side by side; measured now if trained without held-out (RUN, LIMIT)
 	$(PY) -m eval.audit $(RUN) $(if $(LIMIT),--limit $(LIMIT)) $(if $(filter command line,$(origin TASK)),--task $(TASK)) \
 		$(if $(DATA),--data $(DATA))
+
+export: install ## a finished run as a model: its adapter merged into the full-precision base, checked (RUN, OUT)
+	$(PY) -m recipes.export --run $(RUN) $(if $(OUT),--out $(OUT)) $(ARGS)
 
 eval-compare: install ## two evaluations side by side, with the problems that flipped (A, B)
 	$(PY) -m eval.flips $(A) $(B)

@@ -18,36 +18,13 @@ import json
 import shutil
 from pathlib import Path
 
-import yaml
-
-from core.errors import UserError, one_line_errors
+from core.errors import one_line_errors
 from core.evaluation.benchmarks import TASKS
 from core.evaluation.heldout import HeldoutArguments, HeldoutEval
-from core.report.summary import PROFILE_TASKS
+from core.report.finished import run_record, task_of
 from core.report.verdict import describe, verdict
 from core.runs.metrics import REWARD_KEYS, read_metrics
 from eval.run import load_for_eval
-
-
-def run_record(run: Path) -> tuple[dict, dict]:
-    """(summary.json, config.yaml) of a finished run folder, or one line saying what is missing."""
-    for name in ("summary.json", "config.yaml", "adapter_config.json"):
-        if not (run / name).is_file():
-            raise UserError(f"{run}: no {name}; make audit reads a finished run's folder (runs/<method>-...)")
-    return json.loads((run / "summary.json").read_text()), yaml.safe_load((run / "config.yaml").read_text())
-
-
-def task_of(run: Path, config: dict, task: str | None) -> str:
-    """The built-in task that measures what the run trained for: --task, else its profile's."""
-    if task:
-        return task
-    profile = config.get("profile")
-    if profile in PROFILE_TASKS:
-        return PROFILE_TASKS[profile]
-    raise UserError(
-        f"{run}: profile {profile!r} has no built-in held-out task; name one with --task ({', '.join(TASKS)}) "
-        "and its problems with --data"
-    )
 
 
 def measure(run: Path, summary: dict, config: dict, task: str, data: str | None, limit: int) -> Path:

@@ -26,7 +26,15 @@ from core.evaluation.benchmarks import TASKS, load_task_data
 from core.evaluation.generation import generate
 from core.evaluation.reward_task import load_reward_task, score_samples
 from core.evaluation.scoring import score_rows
-from core.inputs.models import check_adapter, check_model, completion_room, load_model, load_tokenizer, max_positions
+from core.inputs.models import (
+    check_adapter,
+    check_model,
+    completion_room,
+    load_model,
+    load_tokenizer,
+    max_positions,
+    on_device,
+)
 from core.inputs.prompts import fit_prompt_list
 from core.runs.folder import library_versions
 from core.runs.storage import write_text_whole
@@ -41,7 +49,7 @@ def load_for_eval(model_path: str, adapter: str | None, load_in_4bit: bool):
     model_args = ModelConfig(
         model_name_or_path=model_path, load_in_4bit=load_in_4bit, use_bnb_nested_quant=load_in_4bit, dtype="auto"
     )
-    model = load_model(model_args)
+    model = on_device(load_model(model_args))
     tokenizer = load_tokenizer(ModelConfig(model_name_or_path=adapter or model_path))
     if adapter:
         from peft import PeftModel

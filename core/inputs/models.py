@@ -128,6 +128,12 @@ def load_model(model_args: ModelConfig, model_class=AutoModelForCausalLM, **extr
     return model_class.from_pretrained(model_args.model_name_or_path, **model_kwargs(model_args), **extra)
 
 
+def on_device(model):
+    """A model loaded for inference, on the GPU when there is one: loaded without quantization (no device map), it
+    stays on the CPU otherwise."""
+    return model.to("cuda") if torch.cuda.is_available() and model.device.type == "cpu" else model
+
+
 def with_adapter(model, adapter: str | None, trainable: bool = False):
     """`model` with the LoRA adapter at `adapter` on it (None: the model as it is); `trainable`: to train on (an
     iterative method's next round starts from the last round's adapter)."""

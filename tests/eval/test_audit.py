@@ -85,7 +85,7 @@ def test_a_run_with_its_own_held_out_records_gets_its_summary_s_verdict(runs, ca
 
 def test_several_runs_side_by_side_and_a_bad_folder_refused_before_loading(runs, tmp_path, capsys):
     off, on = runs
-    with pytest.raises(UserError, match=rf"{tmp_path}: no summary.json; make audit reads a finished run's folder"):
+    with pytest.raises(UserError, match=rf"{tmp_path}: no summary.json; a finished run's folder is needed"):
         audit_main([str(on), str(tmp_path)])
     assert capsys.readouterr().out == ""  # refused before any run was judged
     results = audit_main([str(off), str(on), "--limit", "20"])

@@ -1,0 +1,143 @@
+"""Turn a finished run into a model people use: the base in full precision (bf16/fp16/fp32, never the 4-bit weights
+a QLoRA run trained on), the run's LoRA adapter merged into it, saved as an ordinary model folder (safetensors,
+tokenizer, chat template, generation config, a model card, export.json), checked on the run's held-out problems.
+
+Usage:
+    make export RUN=runs/grpo-tiny-20261204-101500 [OUT=exports/my-model]
+    python -m recipes.export --run runs/grpo-tiny-... --out exports/my-model --dtype bfloat16
+    python -m recipes.export --run runs/grpo-7b-... --push_to_hub --hub_model_id you/qwen2.5-7b-grpo-gsm8k
+
+The check, printed and kept in export.json: greedy on the problems the run held out (its own last held-out
+evaluation's task, data and count; else its profile's task), the exported folder loaded back with plain
+`AutoModelForCausalLM.from_pretrained` against the adapter on the same-precision base (the same extracted answer on at
+least 98% of problems, accuracies within 1 point), and beside them the run's own held-out number as it trained (4-bit
+when it did: the base's rounding, not the merge, separates them). A failed check leaves the folder at OUT.partial
+with its reasons and exits non-zero; nothing is written to OUT. `--push_to_hub` uploads the checked folder to
+`hub_model_id` (needs the hub and a token: not testable offline, where this project's tests run).
+"""
+
+import json
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from trl import ModelConfig, TrlParser
+
+from core.errors import UserError
+from core.evaluation.benchmarks import TASKS, load_task_data
+from core.evaluation.scoring import score_rows
+from core.export.card import model_card
+from core.export.check import compare
+from core.export.merge import DTYPES, base_with_adapter, export_dtype, load_exported, release, save_merged
+from core.inputs.config import Sources, parse_config
+from core.inputs.models import check_model
+from core.report.finished import last_heldout, run_record, task_of
+from core.runs.provenance import commit, cpu
+from core.runs.storage import write_text_whole
+
+
+@dataclass
+class ExportArguments:
+    """`make export`'s arguments.
+
+    Args:
+        run: the finished run folder (its adapter, config.yaml, summary.json).
+        out: where to save the model (default exports/<run folder's name>); must not exist yet.
+        dtype: the precision to merge and save in; auto: the base checkpoint's own.
+        task: the held-out task of the check (default: the run's own held-out task, else its profile's).
+        data: that task's problems, a local file (default: the run's, else the task's).
+        limit: how many problems the check scores (default: as many as the run's held-out evaluation, else 200).
+        batch_size: problems generated at once.
+        push_to_hub: upload the checked folder to hub_model_id.
+        hub_model_id: the hub repository to push to (you/name).
+    """
+
+    run: str = field(kw_only=True, metadata={"help": "the finished run folder"})
+    out: str | None = None
+    dtype: str = field(default="auto", metadata={"help": f"one of {', '.join(DTYPES)} (auto: the base's own)"})
+    task: str | None = field(default=None, metadata={"help": f"the check's task: {', '.join(TASKS)}"})
+    data: str | None = None
+    limit: int | None = None
+    batch_size: int = 64
+    push_to_hub: bool = False
+    hub_model_id: str | None = None
+
+
+def main(args: ExportArguments, sources: Sources = Sources()):
+    # ----- the run, checked before any model loads -----
+    run = Path(args.run)
+    summary, config = run_record(run)
+    versions = json.loads((run / "versions.json").read_text()) if (run / "versions.json").is_file() else {}
+    base = config["model_name_or_path"]
+    check_model(ModelConfig(model_name_or_path=base), f"{run}/config.yaml")
+    out = Path(args.out or f"exports/{run.resolve().name}")
+    partial = out.with_name(out.name + ".partial")
+    if out.exists():
+        raise UserError(f"out {out} (from {sources.of('out')}) exists: choose another OUT, or remove it first")
+    if args.push_to_hub and not args.hub_model_id:
+        raise UserError("push_to_hub needs hub_model_id (you/name): the hub repository to upload to")
+    if args.limit is not None and args.limit < 1:
+        raise UserError(f"limit {args.limit} (from {sources.of('limit')}) must be >= 1")
+    precision = export_dtype(base, args.dtype)
+
+    # ----- the held-out problems: the run's own, as it last evaluated them -----
+    own = last_heldout(run)
+    task = task_of(run, config, args.task or (own[0]["task"] if own else None))
+    same = own is not None and own[0]["task"] == task and args.data in (None, own[0].get("data"))
+    limit = args.limit or (own[0]["n"] if same else 200)
+    rows = load_task_data(TASKS[task], args.data or (own[0].get("data") if same else None), limit)
+    trained = own[1] if same and len(own[1]) == len(rows) else None
+
+    # ----- the adapter on the base in the export's precision -----
+    model, tokenizer = base_with_adapter(base, str(run), precision)
+    adapter_records = score_rows(model, tokenizer, task, rows, batch_size=args.batch_size)
+
+    # ----- merged, saved, loaded back as a user loads it -----
+    shutil.rmtree(partial, ignore_errors=True)
+    save_merged(model, tokenizer, partial)
+    del model
+    release()
+    exported, exported_tokenizer = load_exported(partial, precision)
+    merged_records = score_rows(exported, exported_tokenizer, task, rows, batch_size=args.batch_size)
+    del exported
+    release()
+
+    # ----- the check, the card, the folder -----
+    trained_precision = "4-bit NF4" if config.get("load_in_4bit") else str(config.get("dtype") or "full precision")
+    check = compare(adapter_records, merged_records, trained, trained_precision, precision)
+    line = check.describe()
+    record = {
+        "run": str(run),
+        "base": base,
+        "method": summary["method"],
+        "task": task,
+        "data": args.data or (own[0].get("data") if same else None),
+        "check": check.record() | {"line": line},
+        "precision": precision,
+        "commit": commit(),
+        **cpu(),
+    }
+    write_text_whole(partial / "export.json", json.dumps(record, indent=2) + "\n")
+    write_text_whole(partial / "README.md", model_card(str(run), summary, config, versions, record["check"], record))
+    if not check.passed:
+        raise SystemExit(f"error: {line}; the folder is kept at {partial} for a look, nothing written to {out}")
+    partial.rename(out)
+    print(f"exported {summary['method'].upper()} run {run} ({base} + adapter, merged in {precision}) -> {out}")
+    print(line)
+    data = f" DATA={record['data']}" if record["data"] else ""
+    print(f"make eval MODEL={out} TASK={task}{data} LIMIT={limit}   # the merged model's accuracy again")
+
+    # ----- optional: the hub -----
+    if args.push_to_hub:
+        from huggingface_hub import HfApi
+
+        api = HfApi()
+        api.create_repo(args.hub_model_id, exist_ok=True, private=True)
+        api.upload_folder(repo_id=args.hub_model_id, folder_path=str(out))
+        print(f"pushed {out} to https://huggingface.co/{args.hub_model_id} (private)")
+    return record
+
+
+if __name__ == "__main__":
+    parser = TrlParser((ExportArguments,))
+    main(*parse_config(parser))

@@ -1,0 +1,97 @@
+"""`make export`: a run trained on the 4-bit base becomes an ordinary full-precision model folder with the adapter
+merged, checked against the adapter on the run's held-out problems; the folder loads with plain transformers and
+`make eval` on it gives the accuracy the check printed."""
+
+import json
+
+import pytest
+import torch
+from safetensors.torch import load_file
+from transformers import AutoModelForCausalLM
+
+import recipes.dpo as dpo
+import recipes.export as export
+import recipes.grpo as grpo
+from core.inputs.config import parse_config
+from eval.run import main as eval_main
+from tests.conftest import entry_point_error
+from tests.recipes.helpers import module_parser, run_recipe
+
+HELDOUT = ("--heldout_task", "tiny", "--heldout_limit", "24")
+# A learning rate that moves the adapter within two steps: merged and base weights must differ for the check to mean
+# anything.
+TWO_STEPS = ("--max_steps", "2", "--logging_steps", "1", "--learning_rate", "5e-3", *HELDOUT)
+
+
+@pytest.fixture(scope="module")
+def runs(tiny_world, tiny_pairs, tmp_path_factory):
+    """A GRPO and a DPO run of two steps on the 4-bit base, as the tiny configs train, held-out on 24 problems."""
+    root = tmp_path_factory.mktemp("export")
+    run_recipe(grpo, "recipes/configs/tiny/grpo.yaml", *TWO_STEPS, "--output_dir", str(root / "grpo"))
+    run_recipe(
+        dpo,
+        "recipes/configs/tiny/dpo.yaml",
+        *TWO_STEPS,
+        "--dataset_name",
+        str(tiny_pairs),
+        "--output_dir",
+        str(root / "dpo"),
+    )
+    return root
+
+
+def export_main(*argv: str) -> dict:
+    import sys
+
+    saved = sys.argv
+    sys.argv = ["recipes.export", *argv]
+    try:
+        return export.main(*parse_config(module_parser(export)))
+    finally:
+        sys.argv = saved
+
+
+@pytest.mark.parametrize("method", ["grpo", "dpo"])
+def test_a_4bit_run_exports_merged_in_full_precision_checked_and_loadable_by_plain_transformers(
+    method, runs, tiny_world, tmp_path, capsys
+):
+    run, out = runs / method, tmp_path / "model"
+    record = export_main("--run", str(run), "--out", str(out))
+    printed = capsys.readouterr().out
+    check = record["check"]
+    assert check["passed"] and check["n"] == 24 and check["line"] in printed, printed
+    assert "same answer on" in check["line"] and "(needs >= 98%)" in check["line"]
+    assert record["precision"] == "float32"  # the tiny base is stored in fp32: merged and saved in it, not 4-bit
+    # beside it, the run's own last held-out evaluation on the 4-bit base, as trained
+    trained = [json.loads(line) for line in (run / "heldout" / "step-2.jsonl").read_text().splitlines()]
+    assert check["trained_precision"] == "4-bit NF4"
+    assert check["trained_accuracy"] == pytest.approx(sum(r["score"] for r in trained) / 24)
+
+    config = json.loads((out / "config.json").read_text())
+    assert "quantization_config" not in config
+    for name in ("model.safetensors", "tokenizer.json", "generation_config.json", "README.md", "export.json"):
+        assert (out / name).is_file(), name
+    assert not (out / "adapter_config.json").exists() and not out.with_name("model.partial").exists()
+    card = (out / "README.md").read_text()
+    assert f"# {method.upper()} on " in card and str(run) in card and check["line"] in card
+    merged, base = load_file(out / "model.safetensors"), load_file(tiny_world / "model" / "model.safetensors")
+    changed = [k for k in base if "proj" in k and not torch.equal(merged[k], base[k])]
+    assert changed and merged.keys() == base.keys()  # the adapter is in the weights, under the base's own names
+
+    model = AutoModelForCausalLM.from_pretrained(out)  # no peft, no project code
+    assert type(model).__name__ == "Qwen2ForCausalLM" and not hasattr(model, "peft_config")
+    again = eval_main(["--model", str(out), "--task", "tiny", "--limit", "24", "--out", str(tmp_path / "eval")])
+    assert again["accuracy"] == pytest.approx(check["merged_accuracy"])
+
+
+def test_export_refuses_in_one_line_before_a_model_loads(runs, tmp_path):
+    taken = tmp_path / "taken"
+    taken.mkdir()
+    said = entry_point_error("recipes.export", "--run", str(runs / "grpo"), "--out", str(taken))
+    assert said == f"error: out {taken} (from the command line) exists: choose another OUT, or remove it first"
+    said = entry_point_error("recipes.export", "--run", str(tmp_path))
+    assert said == f"error: {tmp_path}: no summary.json; a finished run's folder is needed (runs/<method>-...)"
+    said = entry_point_error("recipes.export", "--run", str(runs / "grpo"), "--push_to_hub", "true")
+    assert said == "error: push_to_hub needs hub_model_id (you/name): the hub repository to upload to"
+    said = entry_point_error("recipes.export", "--run", str(runs / "grpo"), "--dtype", "int4")
+    assert said == "error: dtype 'int4': one of auto, bfloat16, float16, float32"
