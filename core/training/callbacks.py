@@ -19,6 +19,7 @@ from transformers import PreTrainedModel, TrainerCallback
 from core.inputs.arguments import STOP_GRACE_SECONDS, RunArguments
 from core.runs.folder import RunFolder
 from core.runs.storage import write_text_whole, writing
+from core.training.divergence import StopOnDivergence
 from core.training.memory_meter import LiveTensorMeter, model_tensors, rss_mb
 from rewards.ledger import RewardLedger
 from rewards.time_limit import install_alarm_handler, interrupt_main_thread, running
@@ -237,6 +238,7 @@ def run_callbacks(run: RunFolder, args: RunArguments, ledger: RewardLedger | Non
     # CostMeter before StopOnSignal: the checkpoint a signal saves is recorded before the process leaves
     return [
         MetricsLogger(str(run.path), ledger),
+        StopOnDivergence(),  # after the logger: a non-finite row is on record; before any checkpoint of that step
         CostMeter(run, ledger, args.measure_tensor_memory),
         StopOnSignal(args.stop_grace_seconds),
     ]

@@ -24,6 +24,8 @@ from core.logprobs.trainers import ChunkedDPOTrainer, ChunkedGRPOTrainer, Chunke
 from core.runs.folder import RunFolder
 from core.runs.storage import WriteFailed, describe_failure, is_write_failure, writing
 from core.training.callbacks import StopOnSignal
+from core.training.divergence import Diverged, diverged, is_sampler_failure, learning_rate
+from core.training.plan import PlanLine
 from core.training.ppo import ChunkedPPOTrainer, ResumablePPOTrainer
 from rewards import RewardTimeout
 from rewards.time_limit import Expired, stop_interrupting
@@ -76,6 +78,14 @@ class StopsCleanly:
             return super().train(*args, **kwargs)
         except RewardTimeout as error:
             message = f"error: {error}; {self._save_last_finished_step()}"
+        except Diverged as error:
+            message = f"error: {error}; {self._kept_after_divergence()}"
+        except RuntimeError as error:  # a generation (GRPO, PPO) that met the non-finite weights first
+            if not is_sampler_failure(error):
+                raise
+            rate = learning_rate(self.args, getattr(self, "lr_scheduler", None))
+            what = "generation met non-finite next-token probabilities (the weights or their outputs overflowed)"
+            message = f"error: {diverged(self.state.global_step + 1, rate, what)}; {self._kept_after_divergence()}"
         except Expired:  # StopOnSignal interrupted a step that did not end after SIGTERM / Ctrl-C
             stop_interrupting()
             stopper = next(c for c in self.callback_handler.callbacks if isinstance(c, StopOnSignal))
@@ -87,6 +97,14 @@ class StopsCleanly:
             )
         close_progress_bars()  # the trainer's bar is finished first, so the reason is the last line
         raise SystemExit(message)
+
+    def _kept_after_divergence(self) -> str:
+        """What is kept when training diverged: the last checkpoint (written before it; the diverged weights are
+        never saved) and what to do."""
+        folder = Path(self.args.output_dir)
+        saved = finished_checkpoints(folder)
+        kept = f"the last checkpoint, {saved[-1]}, is kept" if saved else "no checkpoint had been saved"
+        return f"nothing of this step saved, {kept}; lower learning_rate ({self.args.learning_rate:g}) and start again"
 
     def _save_last_finished_step(self) -> str:
         """Saves the last finished step as its checkpoint (unless it is saved already), listed in checkpoints.jsonl;
@@ -135,6 +153,9 @@ class RecipeStart:
         set_seed(kwargs["args"].seed)
         super().__init__(*args, **kwargs)
         check_engine(self.accelerator.state)
+        if hasattr(self.train_dataset, "__len__"):  # a streamed dataset has no length to plan with
+            processes = self.accelerator.num_processes
+            self.add_callback(PlanLine(run.record["method"], len(self.train_dataset), processes))
         run.phases.time_generation(getattr(self.model, "policy", self.model))  # PPO's model: policy and critic
         if self.is_world_process_zero():
             run.write_files()

@@ -237,3 +237,59 @@ def test_a_value_trl_refuses_in_the_yaml_names_the_file(tiny_world, tmp_path):
     config.write_text(yaml.safe_dump(yaml.safe_load((REPO_ROOT / GRPO).read_text()) | {"num_generations": 1}))
     with pytest.raises(SystemExit, match=rf"^error in {config}: GRPO requires at least 2 generations"):
         run_recipe(grpo, str(config), "--output_dir", str(tmp_path / "run"), "--max_steps", "2")
+
+
+DIVERGED = re.compile(
+    r"error: training diverged at step (\d+) \(learning rate 1e\+30\): (.+); nothing of this step saved, "
+    r"(?:the last checkpoint, (\S+), is kept|no checkpoint had been saved); lower learning_rate \(1e\+30\) and "
+    r"start again"
+)
+
+
+@pytest.mark.parametrize("method", ["grpo", "ppo", "dpo", "orpo"])
+def test_a_diverging_run_stops_at_that_step_in_one_line_and_saves_nothing_non_finite(
+    method, tiny_world, tiny_pairs, tmp_path
+):
+    """A learning rate far too high: the first update throws the adapter's weights to ~1e30, the next overflows. The
+    run stops at the step that made them non-finite (or at the generation that met them), naming the step, the rate
+    and the last checkpoint; every checkpoint it saved (one per step before) holds finite weights, no final adapter
+    is written."""
+    import torch
+    from safetensors.torch import load_file
+
+    import recipes.dpo as dpo
+
+    modules = {"grpo": grpo, "ppo": ppo, "dpo": dpo, "orpo": orpo}
+    data = ["--dataset_name", str(tiny_pairs)] if method in ("dpo", "orpo") else []
+    out = tmp_path / "run"
+    with pytest.raises(SystemExit) as stop:
+        run_recipe(
+            modules[method],
+            f"recipes/configs/tiny/{method}.yaml",
+            *FULL_PRECISION,
+            *data,
+            "--learning_rate",
+            "1e30",
+            "--lr_scheduler_type",
+            "constant",
+            "--warmup_steps",
+            "0",
+            "--max_steps",
+            "6",
+            "--save_steps",
+            "1",
+            "--output_dir",
+            str(out),
+        )
+    said = str(stop.value.code)
+    match = DIVERGED.fullmatch(said)
+    assert match, said
+    step, saved = int(match.group(1)), sorted(out.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[1]))
+    # the checkpoint named is the newest, of the step before (PPO's first update takes several optimizer steps and
+    # can diverge within it: then there is none, and it says so)
+    assert [str(p) for p in saved[-1:]] == [match.group(3)] if match.group(3) else saved == [], said
+    assert all(int(p.name.split("-")[1]) == n for n, p in enumerate(saved, 1)) and len(saved) == step - 1, said
+    for folder in saved:
+        weights = load_file(folder / "adapter_model.safetensors")
+        assert all(torch.isfinite(w).all() for w in weights.values()), folder
+    assert not (out / "adapter_model.safetensors").exists() and not (out / "summary.json").exists()

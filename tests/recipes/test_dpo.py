@@ -1,3 +1,5 @@
+import math
+
 import recipes.dpo as dpo
 from tests.recipes.helpers import assert_run_summary, run_recipe
 
@@ -27,3 +29,27 @@ def test_ipo_is_dpo_with_the_squared_loss_named_ipo(tiny_world, tiny_pairs, tmp_
     first = next(row for row in rows if "loss" in row)
     assert abs(first["loss"] - 0.25) < 1e-3, first
     assert_run_summary(out, "ipo", capsys.readouterr().out)
+
+
+def test_dpo_by_epochs_says_its_pairs_epochs_and_steps_before_the_first_step(tiny_world, tiny_pairs, tmp_path, capsys):
+    """The 7B and real-model preference configs train by epochs: the run says, before its first step, how many pairs
+    it has, the epochs and the steps they make, and trains exactly those steps."""
+    pairs = len(tiny_pairs.read_text().splitlines())
+    trainer = run_recipe(
+        dpo,
+        CONFIG,
+        "--dataset_name",
+        str(tiny_pairs),
+        "--max_steps",
+        "-1",
+        "--num_train_epochs",
+        "2",
+        "--per_device_train_batch_size",
+        "16",
+        "--output_dir",
+        str(tmp_path / "run"),
+    )
+    per_epoch = math.ceil(pairs / 16)
+    assert trainer.state.global_step == 2 * per_epoch
+    line = f"plan: {pairs} pairs, 2 epochs of {per_epoch} steps (16 pairs per step) = {2 * per_epoch} steps"
+    assert f"{line}; nothing generated" in capsys.readouterr().out.splitlines()

@@ -12,6 +12,7 @@ import recipes.grpo as grpo
 import recipes.orpo as orpo
 import recipes.ppo as ppo
 from core.runs.provenance import commit, cpu
+from core.training.plan import PLANS
 from tests.recipes.helpers import (
     assert_adapter_loads_and_generates,
     assert_run_summary,
@@ -84,5 +85,8 @@ def test_two_steps_in_4bit_save_an_adapter_that_generates(method, tiny_world, ti
     )
     HOLDS[method](trainer, out)
     assert metrics_steps(out) == [1, 2]
-    assert_run_summary(out, method, capsys.readouterr().out, heldout=True)
+    printed = capsys.readouterr().out
+    # before the first step, what the run will cost, from the trainer's own settings (the formulas: plan.py's doctests)
+    assert PLANS[method](trainer.args, len(trainer.train_dataset), 2, 1) in printed.splitlines()
+    assert_run_summary(out, method, printed, heldout=True)
     assert_adapter_loads_and_generates(out, tiny_world / "model")
