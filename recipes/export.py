@@ -27,7 +27,7 @@ from core.errors import UserError
 from core.evaluation.benchmarks import TASKS, load_task_data
 from core.evaluation.scoring import score_rows
 from core.export.card import model_card
-from core.export.check import compare
+from core.export.check import MAX_ACCURACY_GAP, compare
 from core.export.merge import DTYPES, base_with_adapter, export_dtype, load_exported, release, save_merged
 from core.inputs.config import Sources, parse_config
 from core.inputs.models import check_model
@@ -44,6 +44,8 @@ class ExportArguments:
         run: the finished run folder (its adapter, config.yaml, summary.json).
         out: where to save the model (default exports/<run folder's name>); must not exist yet.
         dtype: the precision to merge and save in; auto: the base checkpoint's own.
+        merge_into: original (the base checkpoint's weights) or, for a 4-bit run, dequantized (the 4-bit weights it
+            trained on, in dtype: the model as trained).
         task: the held-out task of the check (default: the run's own held-out task, else its profile's).
         data: that task's problems, a local file (default: the run's, else the task's).
         limit: how many problems the check scores (default: as many as the run's held-out evaluation, else 200).
@@ -55,6 +57,13 @@ class ExportArguments:
     run: str = field(kw_only=True, metadata={"help": "the finished run folder"})
     out: str | None = None
     dtype: str = field(default="auto", metadata={"help": f"one of {', '.join(DTYPES)} (auto: the base's own)"})
+    merge_into: str = field(
+        default="original",
+        metadata={
+            "help": "original: the base checkpoint's full-precision weights; dequantized (a 4-bit run): the 4-bit "
+            "weights it trained on, dequantized to dtype"
+        },
+    )
     task: str | None = field(default=None, metadata={"help": f"the check's task: {', '.join(TASKS)}"})
     data: str | None = None
     limit: int | None = None
@@ -79,6 +88,19 @@ def main(args: ExportArguments, sources: Sources = Sources()):
     if args.limit is not None and args.limit < 1:
         raise UserError(f"limit {args.limit} (from {sources.of('limit')}) must be >= 1")
     precision = export_dtype(base, args.dtype)
+    if args.merge_into not in ("original", "dequantized"):
+        raise UserError(f"merge_into {args.merge_into!r} (from {sources.of('merge_into')}): original or dequantized")
+    four_bit = bool(config.get("load_in_4bit"))
+    if args.merge_into == "dequantized" and not four_bit:
+        raise UserError(
+            f"merge_into dequantized: {run} trained on full-precision weights, there is nothing to dequantize"
+        )
+    quantized = None
+    if args.merge_into == "dequantized":  # the run's own quantization settings, as it loaded the base
+        keys = ("use_bnb_nested_quant", "bnb_4bit_quant_type", "bnb_4bit_quant_storage", "dtype")
+        quantized = ModelConfig(
+            model_name_or_path=base, load_in_4bit=True, **{k: config[k] for k in keys if k in config}
+        )
 
     # ----- the held-out problems: the run's own, as it last evaluated them -----
     own = last_heldout(run)
@@ -89,7 +111,7 @@ def main(args: ExportArguments, sources: Sources = Sources()):
     trained = own[1] if same and len(own[1]) == len(rows) else None
 
     # ----- the adapter on the base in the export's precision -----
-    model, tokenizer = base_with_adapter(base, str(run), precision)
+    model, tokenizer = base_with_adapter(base, str(run), precision, quantized)
     adapter_records = score_rows(model, tokenizer, task, rows, batch_size=args.batch_size)
 
     # ----- merged, saved, loaded back as a user loads it -----
@@ -103,8 +125,9 @@ def main(args: ExportArguments, sources: Sources = Sources()):
     release()
 
     # ----- the check, the card, the folder -----
-    trained_precision = "4-bit NF4" if config.get("load_in_4bit") else str(config.get("dtype") or "full precision")
-    check = compare(adapter_records, merged_records, trained, trained_precision, precision)
+    trained_precision = "4-bit NF4" if four_bit else str(config.get("dtype") or "full precision")
+    weights = f"{precision}, the 4-bit weights dequantized" if quantized else precision
+    check = compare(adapter_records, merged_records, trained, trained_precision, weights)
     line = check.describe()
     record = {
         "run": str(run),
@@ -114,6 +137,7 @@ def main(args: ExportArguments, sources: Sources = Sources()):
         "data": args.data or (own[0].get("data") if same else None),
         "check": check.record() | {"line": line},
         "precision": precision,
+        "merge_into": args.merge_into,
         "commit": commit(),
         **cpu(),
     }
@@ -124,6 +148,13 @@ def main(args: ExportArguments, sources: Sources = Sources()):
     partial.rename(out)
     print(f"exported {summary['method'].upper()} run {run} ({base} + adapter, merged in {precision}) -> {out}")
     print(line)
+    if check.trained_accuracy is not None and check.trained_accuracy - check.merged_accuracy > MAX_ACCURACY_GAP:
+        gap = (check.trained_accuracy - check.merged_accuracy) * 100
+        hint = "; --merge_into dequantized merges into the weights it trained on" if four_bit and not quantized else ""
+        print(
+            f"note: the merged model scores {gap:.1f} points below the run as trained: the adapter leans on the "
+            f"base it trained on{hint}"
+        )
     data = f" DATA={record['data']}" if record["data"] else ""
     print(f"make eval MODEL={out} TASK={task}{data} LIMIT={limit}   # the merged model's accuracy again")
 

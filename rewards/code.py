@@ -36,6 +36,24 @@ TEST_COLUMN_STYLES = {
 }
 
 
+def hold_back_tests(row: dict, shown: int = 1) -> dict:
+    """An MBPP row with its first `shown` asserts for the prompt (`tests_shown`, one per line) and only the rest left
+    in `test_list` to score: the bigcode evaluation harness's convention, so that hard-coding what the prompt shows
+    cannot pass (MBPP's paper shows all three tests and scores the same three).
+
+    >>> row = hold_back_tests({"test_list": ["assert f(1) == 2", "assert f(2) == 3", "assert f(0) == 1"]})
+    >>> row["tests_shown"], row["test_list"]
+    ('assert f(1) == 2', ['assert f(2) == 3', 'assert f(0) == 1'])
+    """
+    tests = list(row["test_list"])
+    if len(tests) <= shown:
+        raise ValueError(
+            f"a row with {len(tests)} test(s) in test_list has none left to score after showing {shown}: "
+            f"{str(row.get('text') or row.get('task_id') or tests)[:80]!r}"
+        )
+    return {**row, "tests_shown": "\n".join(tests[:shown]), "test_list": tests[shown:]}
+
+
 def code_test_style(columns) -> str | None:
     """Which code-test format a dataset's columns are in, or None.
 

@@ -7,7 +7,7 @@ explicit and recorded in results.json: published numbers swing with the template
 from dataclasses import dataclass, field
 
 from core.inputs.data import load_data
-from rewards.code import code_test_columns, program_for, run_row_tests
+from rewards.code import code_test_columns, hold_back_tests, program_for, run_row_tests
 from rewards.math import check_answers
 from tasks.smol import SYSTEM_PROMPT as SMOL_SYSTEM_PROMPT
 
@@ -68,6 +68,17 @@ TASKS = {
         "test",
         ("text", "test_list"),
         "{text}\nYour code should pass these tests:\n{tests_shown}\nReturn the code in one ```python block.",
+        kind="code",
+    ),
+    # MBPP as the 7b-code recipes train on it (the bigcode evaluation harness's convention): the prompt shows the first
+    # assert, the held-back two score the answer, so a program that hard-codes what it was shown cannot pass.
+    "mbpp-hidden": Task(
+        "mbpp-hidden",
+        "google-research-datasets/mbpp",
+        "full",
+        "test",
+        ("text", "test_list"),
+        "{text}\nYour code should pass this test:\n{tests_shown}\nReturn the code in one ```python block.",
         kind="code",
     ),
     # The tiny worlds' held-out sets, prompted exactly as their models were trained (no instruction, no system
@@ -142,6 +153,8 @@ def prepare_row(task: Task, row: dict) -> dict:
     """Adds the fields the template needs, in the task's own terms."""
     if task.name == "mbpp":
         row["tests_shown"] = "\n".join(row["test_list"])
+    if task.name == "mbpp-hidden":
+        row = hold_back_tests(row, 1)
     return row
 
 

@@ -35,7 +35,7 @@ class ExportCheck:
         """
         >>> line = ExportCheck(50, 0.5, 0.52, 0.96, 0.9, 0.48, "4-bit NF4", "float32").describe()
         >>> line.split(": ", 1)[1]  # doctest: +ELLIPSIS
-        'merged (float32) 52.0%, adapter on the float32 base 50.0%: same answer on 96.0% (needs >= 98%)...FAILED...'
+        'merged (float32) 52.0%, adapter on the same base 50.0%: same answer on 96.0% (needs >= 98%)...FAILED...'
         """
         gap = abs(self.merged_accuracy - self.adapter_accuracy) * 100
         trained = (
@@ -45,7 +45,7 @@ class ExportCheck:
         )
         return (
             f"check on {self.n} held-out problems, greedy: merged ({self.precision}) {self.merged_accuracy:.1%}, "
-            f"adapter on the {self.precision} base {self.adapter_accuracy:.1%}: same answer on "
+            f"adapter on the same base {self.adapter_accuracy:.1%}: same answer on "
             f"{self.same_answers:.1%} (needs >= {MIN_SAME_ANSWERS:.0%}), accuracy {gap:.1f} points apart "
             f"(needs <= {MAX_ACCURACY_GAP * 100:g}): "
             f"{'passed' if self.passed else 'FAILED'}; {trained}"

@@ -29,11 +29,35 @@ def export_dtype(base: str, dtype: str) -> str:
     return name if name in DTYPES else "float32"
 
 
-def base_with_adapter(base: str, adapter: str, dtype: str):
-    """(the base in `dtype` with the adapter on, unmerged; the tokenizer the run saved beside its adapter)."""
+def dequantize_into(model, quantized: ModelConfig) -> int:
+    """Replaces each linear weight of `model` (full precision) by the base's 4-bit weight as the run trained on it
+    (loaded with the run's quantization settings, dequantized): the adapter then sits on the weights it learned
+    against, rounding and all. Returns how many weights were replaced."""
+    import bitsandbytes as bnb
+
+    four_bit = load_model(quantized)
+    replaced = 0
+    with torch.no_grad():
+        for name, module in four_bit.named_modules():
+            if isinstance(module, bnb.nn.Linear4bit):
+                weight = bnb.functional.dequantize_4bit(module.weight.data, module.weight.quant_state)
+                target = model.get_submodule(name).weight
+                target.copy_(weight.to(device=target.device, dtype=target.dtype))
+                replaced += 1
+    del four_bit
+    release()
+    return replaced
+
+
+def base_with_adapter(base: str, adapter: str, dtype: str, quantized: ModelConfig | None = None):
+    """(the base in `dtype` with the adapter on, unmerged; the tokenizer the run saved beside its adapter). With
+    `quantized` (the run's 4-bit settings), the base's linear weights are the 4-bit ones it trained on, dequantized."""
     from peft import PeftModel
 
-    model = on_device(load_model(ModelConfig(model_name_or_path=base, dtype=dtype, load_in_4bit=False)))
+    model = load_model(ModelConfig(model_name_or_path=base, dtype=dtype, load_in_4bit=False))
+    if quantized is not None and not dequantize_into(model, quantized):
+        raise RuntimeError(f"{base}: no 4-bit linear layer to dequantize")
+    model = on_device(model)
     return PeftModel.from_pretrained(model, adapter), load_tokenizer(ModelConfig(model_name_or_path=adapter))
 
 

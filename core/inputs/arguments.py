@@ -49,6 +49,8 @@ class PromptArguments(DataArguments):
         prompt_template: the user message built from the row's columns instead, e.g.
             '{text}\\nTests:\\n{test_list}' (a list column as one item per line).
         system_prompt: a system message before it.
+        shown_tests: code tasks with MBPP's `test_list`: put the first N asserts in the prompt (`{tests_shown}` in
+            prompt_template) and score only the rest, so that hard-coding what the prompt shows cannot pass.
         truncate_long_prompts: cut prompts longer than the model has room for from their start; else refused.
     """
 
@@ -61,6 +63,13 @@ class PromptArguments(DataArguments):
         },
     )
     system_prompt: str | None = None
+    shown_tests: int | None = field(
+        default=None,
+        metadata={
+            "help": "MBPP-style code tasks: the first N asserts go in the prompt ({tests_shown}), only the rest are "
+            "scored (None: every test shown and scored)"
+        },
+    )
     truncate_long_prompts: bool = field(
         default=False, metadata={"help": "cut prompts longer than the model has room for (else refused)"}
     )

@@ -4,6 +4,7 @@ model leaves them; and `prepare_prompts`, the one data step of every recipe (loa
 import string
 from typing import NamedTuple
 
+from core.errors import UserError
 from core.inputs.arguments import PromptArguments
 from core.inputs.data import (
     FIT_HINT,
@@ -15,6 +16,7 @@ from core.inputs.data import (
 )
 from core.inputs.models import load_tokenizer, prompt_room
 from rewards import required_columns
+from rewards.code import hold_back_tests
 
 
 class Prompts(NamedTuple):
@@ -40,6 +42,10 @@ def prepare_prompts(
     `column` and fitted to the room the completion budget leaves (`completion`: its value, setting name and where it
     came from). Without `model_args` (your own task in `make eval`) the rows come back unprompted."""
     needed = [*prompt_columns(args.prompt_column, args.prompt_template), *required_columns(reward_names)]
+    if args.shown_tests is not None:  # tests_shown is made from test_list below
+        if args.shown_tests < 1:
+            raise UserError(f"shown_tests {args.shown_tests} must be >= 1 (unset: every test shown and scored)")
+        needed = [c for c in needed if c != "tests_shown"] + ["test_list"]
     dataset = load_data(
         args.dataset_name,
         args.dataset_train_split,
@@ -53,18 +59,24 @@ def prepare_prompts(
     if skip or limit:
         dataset = dataset.select(range(skip, min(len(dataset), skip + limit) if limit else len(dataset)))
     warn_unparseable_golds(dataset, reward_names, args.dataset_name)
+    if args.shown_tests is not None:
+        try:
+            dataset = dataset.map(lambda row: hold_back_tests(row, args.shown_tests))
+        except ValueError as error:
+            raise UserError(f"{args.dataset_name}: {error}; lower shown_tests ({args.shown_tests})") from None
     dataset = with_code_test_columns(dataset, reward_names, args.dataset_name)
     if model_args is None:
         return Prompts(dataset, held, None)
     tokenizer = load_tokenizer(model_args)
-    dataset = dataset.map(
-        lambda row: {
-            column: prompt_messages(prompt_text(row, args.prompt_column, args.prompt_template), args.system_prompt)
-        }
-    )
+    dataset = dataset.map(lambda row: {column: row_messages(row, args)})
     room = prompt_room(model_args, *completion)
     dataset = fit_prompt_column(dataset, tokenizer, room, args.dataset_name, args.truncate_long_prompts, column)
     return Prompts(dataset, held, tokenizer)
+
+
+def row_messages(row: dict, args: PromptArguments) -> list[dict]:
+    """The chat messages a recipe prompts a (prepared) row with: its system prompt, then the user message."""
+    return prompt_messages(prompt_text(row, args.prompt_column, args.prompt_template), args.system_prompt)
 
 
 def prompt_text(row: dict, prompt_column: str, prompt_template: str | None = None) -> str:

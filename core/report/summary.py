@@ -27,7 +27,7 @@ PROFILE_TASKS = {
     "tiny-length": "tiny-length",
     "smol": "smol",
     "7b": "gsm8k",
-    "7b-code": "mbpp",
+    "7b-code": "mbpp-hidden",
 }
 # What to check when training had no signal.
 NO_SIGNAL_CAUSES = (

@@ -12,6 +12,8 @@ from importlib import import_module
 import pytest
 import yaml
 
+from core.evaluation.benchmarks import TASKS, prepare_row
+from core.report.summary import PROFILE_TASKS
 from tests.conftest import FIXTURES, REPO_ROOT
 from tests.recipes.helpers import run_recipe
 
@@ -38,9 +40,9 @@ def test_one_step_of_each_7b_config_with_local_stand_ins(path, tiny_world, tiny_
     code = path.parent.name.endswith("code")
     model = stand_in(tiny_code_world / "model" if code else tiny_world / "model", tmp_path / "model")
     # the fixture's rows repeated to a few batches' worth (a 7B config's batch is larger than the fixture)
-    rows = (FIXTURES / ("mbpp_sample.jsonl" if code else "gsm8k_sample.jsonl")).read_text().splitlines()
+    rows_text = (FIXTURES / ("mbpp_sample.jsonl" if code else "gsm8k_sample.jsonl")).read_text().splitlines()
     data = tmp_path / "data.jsonl"
-    data.write_text("\n".join((rows * 64)[:64]) + "\n")
+    data.write_text("\n".join((rows_text * 64)[:64]) + "\n")
     method = path.stem
     out = tmp_path / "out"
     script = "dpo" if method == "ipo" else method
@@ -67,10 +69,10 @@ def test_one_step_of_each_7b_config_with_local_stand_ins(path, tiny_world, tiny_
     if method == "pairs":
         rows = [json.loads(line) for line in (out / "pairs.jsonl").read_text().splitlines()]
         assert rows
-        if "system_prompt" in config:
-            assert rows[0]["prompt"][0] == {"role": "system", "content": config["system_prompt"]}
-        if "prompt_template" in config:  # MBPP's tests shown under the task, as make eval TASK=mbpp shows them
-            assert "Your code should pass these tests:\nassert " in rows[0]["prompt"][-1]["content"]
+        # prompted as the profile's make eval task prompts the same rows (GSM8K: Qwen's instruction; MBPP: one assert)
+        task = TASKS[PROFILE_TASKS[path.parent.name]]
+        sources = [prepare_row(task, json.loads(line)) for line in rows_text[:2]]
+        assert rows[0]["prompt"] in [task.messages(row) for row in sources]
         return
     resolved = yaml.safe_load((out / "config.yaml").read_text())
     for key in (

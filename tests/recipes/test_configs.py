@@ -78,3 +78,89 @@ def test_pytest_turns_our_future_warnings_into_errors():
     ]
     assert "error::FutureWarning:(core|recipes|rewards|eval|studies|tasks|tests)" in filters
     assert "error:`gradient_checkpointing` is deprecated:FutureWarning" in filters
+
+
+# Where each profile's prompts can be read offline: the shipped worlds' held-out splits, the benchmarks' fixtures.
+PROFILE_ROWS = {
+    "tiny": "tasks/worlds/tiny/data/test.jsonl",
+    "tiny-code": "tasks/worlds/tiny-code/data/test.jsonl",
+    "tiny-length": "tasks/worlds/tiny-length/data/test.jsonl",
+    "smol": "tasks/worlds/smol/data/test.jsonl",
+    "7b": "tests/fixtures/gsm8k_sample.jsonl",
+    "7b-code": "tests/fixtures/mbpp_sample.jsonl",
+}
+PROMPTING = [p for p in RECIPE_CONFIGS if p.stem in ("grpo", "ppo", "pairs")]  # DPO/IPO/ORPO: make pairs' prompts
+
+
+def config_prompt_arguments(path: Path, data: str):
+    """The config's prompt settings, on local rows instead of its dataset."""
+    from dataclasses import fields
+
+    from core.inputs.arguments import PromptArguments
+
+    config = yaml.safe_load(path.read_text())
+    names = {f.name for f in fields(PromptArguments)} - {"dataset_name", "dataset_config", "dataset_train_split"}
+    return PromptArguments(dataset_name=data, **{k: v for k, v in config.items() if k in names}), config
+
+
+@pytest.mark.parametrize("path", PROMPTING, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_every_shipped_config_prompts_as_its_evaluation_task(path):
+    """Training and `make eval` build a problem's prompt from one definition: the messages a shipped config trains
+    (or samples pairs) with equal those of the task its profile is measured on, system prompt and instruction."""
+    from core.evaluation.benchmarks import TASKS, prepare_row
+    from core.inputs.data import load_data
+    from core.inputs.prompts import prepare_prompts, row_messages
+    from core.report.summary import PROFILE_TASKS
+
+    data = str(REPO_ROOT / PROFILE_ROWS[path.parent.name])
+    args, config = config_prompt_arguments(path, data)
+    prompted = prepare_prompts(args, config["reward_funcs"]).dataset  # the recipe's data step, as it trains
+    task = TASKS[PROFILE_TASKS[path.parent.name]]
+    source = load_data(data)
+    assert len(prompted) == len(source) >= 3
+    for trained, row in zip(prompted, source, strict=True):
+        assert row_messages(trained, args) == task.messages(prepare_row(task, dict(row)))
+
+
+# MBPP's prompt as its paper and `make eval TASK=mbpp` show it: every test (a list column renders one per line)
+ALL_TESTS = "{text}\nYour code should pass these tests:\n{test_list}\nReturn the code in one ```python block."
+
+
+def hard_coded(shown_asserts: str) -> str:
+    """A completion that passes exactly the asserts it was shown and knows nothing else: each `assert f(args) ==
+    expected` becomes a lookup from those arguments to that value."""
+    import ast
+
+    cases, name = [], None
+    for line in shown_asserts.splitlines():
+        test = ast.parse(line).body[0].test
+        name = test.left.func.id
+        arguments = ", ".join(ast.unparse(a) for a in test.left.args)
+        cases.append(f"(({arguments},), {ast.unparse(test.comparators[0])})")
+    return (
+        f"```python\nCASES = [{', '.join(cases)}]\n\n\ndef {name}(*args):\n"
+        "    return next(out for given, out in CASES if given == args)\n```"
+    )
+
+
+def test_a_hard_coded_mbpp_completion_no_longer_scores_full_marks_in_training():
+    """The 7b-code configs show one assert and score the held-back two: a program that hard-codes what its prompt
+    shows scores 0 there, where showing and scoring all three (MBPP's paper, `make eval TASK=mbpp`) gives it 1."""
+    from core.inputs.prompts import prepare_prompts
+    from rewards import REWARDS, call_reward
+
+    path = REPO_ROOT / "recipes" / "configs" / "7b-code" / "grpo.yaml"
+    args, config = config_prompt_arguments(path, str(REPO_ROOT / PROFILE_ROWS["7b-code"]))
+    assert args.shown_tests == 1
+    trained = prepare_prompts(args, config["reward_funcs"]).dataset
+    everything = prepare_prompts(
+        type(args)(**{**vars(args), "shown_tests": None, "prompt_template": ALL_TESTS}),
+        config["reward_funcs"],
+    ).dataset  # every test shown and scored, as make eval TASK=mbpp
+    shown = [row["tests_shown"] for row in trained]
+    cheats = [hard_coded(text) for text in shown]
+    scored = call_reward(REWARDS["code_tests"], cheats, **{key: trained[key] for key in trained.column_names})
+    assert scored == [0.0] * len(cheats)
+    all_cheats = [hard_coded("\n".join(row["test_list"])) for row in everything]
+    scored = call_reward(REWARDS["code_tests"], all_cheats, **{k: everything[k] for k in everything.column_names})
+    assert scored == [1.0] * len(all_cheats)

@@ -84,6 +84,19 @@ def test_a_4bit_run_exports_merged_in_full_precision_checked_and_loadable_by_pla
     assert again["accuracy"] == pytest.approx(check["merged_accuracy"])
 
 
+def test_merged_into_the_dequantized_4bit_weights_the_export_is_the_model_as_trained(runs, tmp_path, capsys):
+    """--merge_into dequantized: the adapter merged into the 4-bit weights it trained on, dequantized to fp32 (the
+    tiny configs compute in fp32): the exported model answers the held-out problems as the run did at its end."""
+    record = export_main("--run", str(runs / "dpo"), "--out", str(tmp_path / "model"), "--merge_into", "dequantized")
+    check = record["check"]
+    assert check["passed"] and record["merge_into"] == "dequantized" and "4-bit weights dequantized" in check["line"]
+    assert check["merged_accuracy"] == check["trained_accuracy"]
+    adapter_answers = [
+        json.loads(line) for line in (runs / "dpo" / "heldout" / "step-2.jsonl").read_text().splitlines()
+    ]
+    assert check["same_answers"] == 1.0 and len(adapter_answers) == check["n"]
+
+
 def test_export_refuses_in_one_line_before_a_model_loads(runs, tmp_path):
     taken = tmp_path / "taken"
     taken.mkdir()

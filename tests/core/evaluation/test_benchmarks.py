@@ -67,6 +67,19 @@ def test_mbpp_reference_code_passes_with_its_setup_and_mismatched_code_fails():
     assert [s for s, _, _ in score(TASKS["mbpp"], rows, code[1:] + code[:1])] == [0.0, 0.0, 0.0]
 
 
+def test_mbpp_hidden_shows_one_assert_and_scores_the_two_held_back():
+    published = load_task_data(TASKS["mbpp"], str(FIXTURES / "mbpp_sample.jsonl"))
+    rows = load_task_data(TASKS["mbpp-hidden"], str(FIXTURES / "mbpp_sample.jsonl"))
+    for row, full in zip(rows, published, strict=True):
+        prompt = TASKS["mbpp-hidden"].messages(row)[-1]["content"]
+        assert full["test_list"][0] in prompt and not any(test in prompt for test in full["test_list"][1:])
+        assert row["test_list"] == full["test_list"][1:]
+    code = [f"```python\n{row['code']}\n```" for row in rows]
+    verdicts = score(TASKS["mbpp-hidden"], rows, code)
+    held_back = [len(full["test_list"]) - 1 for full in published]
+    assert [(s, reason.split(",")[0]) for s, _, reason in verdicts] == [(1.0, f"{n}/{n} tests") for n in held_back]
+
+
 def test_tiny_code_task_scores_reference_code_right_and_other_problems_code_wrong(tiny_code_world):
     rows = load_task_data(TASKS["tiny-code"], None, limit=20)
     assert TASKS["tiny-code"].messages(rows[0])[-1]["content"] == rows[0]["text"]  # the tests stay hidden
