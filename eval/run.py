@@ -58,6 +58,45 @@ def load_for_eval(model_path: str, adapter: str | None, load_in_4bit: bool):
     return model, tokenizer
 
 
+def yes_or_no(value: str) -> bool:
+    """
+    >>> yes_or_no("true"), yes_or_no("False")
+    (True, False)
+    """
+    if value.lower() in ("true", "yes", "1"):
+        return True
+    if value.lower() in ("false", "no", "0"):
+        return False
+    raise argparse.ArgumentTypeError(f"{value!r}: true or false")
+
+
+def adapter_trained_in_4bit(adapter: str | None) -> bool | None:
+    """Whether the run that saved `adapter` (a run folder, or one of its checkpoints) loaded its base in 4-bit, from
+    its config.yaml; None when it does not say."""
+    if not adapter:
+        return None
+    for folder in (Path(adapter), Path(adapter).parent):
+        if (folder / "config.yaml").is_file():
+            import yaml
+
+            return bool((yaml.safe_load((folder / "config.yaml").read_text()) or {}).get("load_in_4bit"))
+    return None
+
+
+def precision_label(four_bit: bool, asked: bool | None, trained_4bit: bool | None) -> str:
+    """What the base was loaded in and why, for the printed line and results.json.
+
+    >>> precision_label(True, None, True), precision_label(False, False, True)
+    ('4-bit NF4, as the adapter trained', 'float32, not as the adapter trained (4-bit NF4)')
+    """
+    loaded = "4-bit NF4" if four_bit else ("bfloat16" if torch.cuda.is_available() else "float32")
+    if trained_4bit is None:
+        return loaded
+    if asked is None or asked == trained_4bit:
+        return f"{loaded}, as the adapter trained"
+    return f"{loaded}, not as the adapter trained ({'4-bit NF4' if trained_4bit else 'full precision'})"
+
+
 def generate_vllm(
     model_path: str, adapter: str | None, prompts: list, k: int, temperature: float, max_new_tokens: int
 ) -> list[list[str]]:
@@ -145,7 +184,13 @@ def main(argv=None):
     parser.add_argument("--temperature", type=float, help="default 0 (greedy) for k=1, 0.8 for k>1")
     parser.add_argument("--max_new_tokens", type=int)
     parser.add_argument("--batch_size", type=int, default=64)
-    parser.add_argument("--load_in_4bit", action="store_true", help="load the base in 4-bit NF4, as in training")
+    parser.add_argument(
+        "--load_in_4bit",
+        type=yes_or_no,
+        nargs="?",
+        const=True,
+        help="load the base in 4-bit NF4 (true/false; default: as the adapter's run trained, else full precision)",
+    )
     parser.add_argument("--use_vllm", action="store_true", help="generate with vLLM (optional, must be installed)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", help="output folder (default results/eval/<task>-<timestamp>)")
@@ -193,10 +238,13 @@ def main(argv=None):
                 raise SystemExit(str(error)) from error
     else:
         raise UserError("say what to evaluate: --task (" + ", ".join(sorted(TASKS)) + ") or --data with --rewards")
-    model_args = ModelConfig(model_name_or_path=args.model, load_in_4bit=args.load_in_4bit)
-    check_model(model_args, "--model")
     if args.adapter:
         check_adapter(args.adapter)
+    trained_4bit = adapter_trained_in_4bit(args.adapter)
+    four_bit = args.load_in_4bit if args.load_in_4bit is not None else bool(trained_4bit)
+    model_args = ModelConfig(model_name_or_path=args.model, load_in_4bit=four_bit)
+    check_model(model_args, "--model")
+    precision = precision_label(four_bit, args.load_in_4bit, trained_4bit)
     positions = max_positions(model_args)
     if args.rewards and not args.max_new_tokens and positions:
         max_new_tokens = min(max_new_tokens, positions // 2)
@@ -218,7 +266,7 @@ def main(argv=None):
         samples = generate_vllm(args.model, args.adapter, prompts, args.k, temperature, max_new_tokens)
         model = tokenizer = None
     else:
-        model, tokenizer = load_for_eval(args.model, args.adapter, args.load_in_4bit)
+        model, tokenizer = load_for_eval(args.model, args.adapter, four_bit)
         samples = generate(model, tokenizer, prompts, max_new_tokens, args.batch_size, temperature, args.k)
     if args.rewards:
         reward_summary, records = score_samples(task, rows, samples)
@@ -257,7 +305,8 @@ def main(argv=None):
             "greedy": temperature == 0,
             "max_new_tokens": max_new_tokens,
             "batch_size": args.batch_size,
-            "load_in_4bit": args.load_in_4bit,
+            "load_in_4bit": four_bit,
+            "precision": precision,
             "seed": args.seed,
             "backend": "vllm" if args.use_vllm else "transformers",
         },
@@ -300,7 +349,7 @@ def main(argv=None):
         )
     print(
         f"{task_name}: {headline} on n={len(rows)} ({args.model}{' + ' + args.adapter if args.adapter else ''}, "
-        f"{'greedy' if temperature == 0 else f'T={temperature}'}) -> {out}"
+        f"{'greedy' if temperature == 0 else f'T={temperature}'}, {precision}) -> {out}"
     )
     return results
 

@@ -104,6 +104,21 @@ def no_signal(rows: list[dict], method: str) -> list[str]:
     return reasons
 
 
+def zero_spread(rows: list[dict]) -> dict | None:
+    """GRPO's share of groups whose completions all scored the same (TRL's `frac_reward_zero_std`: their advantage
+    is zero, nothing is learned from them): the mean over the run and the first and last fifth; None where not
+    logged (the other methods).
+
+    >>> zero_spread([{"step": s, "frac_reward_zero_std": v} for s, v in enumerate([0.8, 0.6, 0.7, 0.5, 0.4], 1)])
+    {'mean': 0.6, 'first': 0.8, 'last': 0.4}
+    """
+    curve = [(row["step"], row["frac_reward_zero_std"]) for row in rows if is_number(row.get("frac_reward_zero_std"))]
+    if not curve:
+        return None
+    first, last = first_last(curve)
+    return {"mean": round(sum(v for _, v in curve) / len(curve), 6), "first": first, "last": last}
+
+
 def reward_curves(rows: list[dict]) -> dict[str, tuple[float | None, float | None]]:
     """Each reward's own first -> last mean (GRPO logs `rewards/<name>/mean`), beside the weighted total."""
     names = dict.fromkeys(k.split("/")[1] for r in rows for k in r if k.startswith("rewards/") and k.endswith("/mean"))
@@ -149,6 +164,7 @@ def finish_run(trainer, method: str, model_name: str, script_args, reward_weight
         "signal_last": last,
         "rewards": {name: {"first": f, "last": la} for name, (f, la) in per_reward.items()},
         "no_signal": {"flag": bool(reasons), "reasons": reasons},
+        "zero_spread_groups": zero_spread(rows),
         "verdict": judged | {"settings": heldout},
         "time_split": cost.get("time_split"),
         "peak_memory_mb": cost.get("peak_memory_mb"),
@@ -172,6 +188,12 @@ def finish_run(trainer, method: str, model_name: str, script_args, reward_weight
             f"\n    {name} {f:.3f} -> {la:.3f}" if f is not None else f"\n    {name}: not logged as a number"
             for name, (f, la) in per_reward.items()
         )
+    spread = summary["zero_spread_groups"]
+    if spread:
+        signal += (
+            f"\n  groups   {spread['mean']:.0%} with no reward spread (frac_reward_zero_std; first -> last fifth "
+            f"{spread['first']:.0%} -> {spread['last']:.0%}): zero advantage, nothing learned from them"
+        )
     peak = summary["peak_memory_mb"]
     memory = f"{peak:,.0f} MB ({summary['memory_measure']})" if isinstance(peak, int | float) else "not measured"
     warning = (
@@ -189,7 +211,11 @@ def finish_run(trainer, method: str, model_name: str, script_args, reward_weight
             + ", ".join(f"{names.get(phase, phase)} {split[phase]:.1f} s ({share[phase]:.0%})" for phase in split)
             + "\n"
         )
-    same = " (the same problems)" if "LIMIT=" in summary["next"][0] else ""
+    command = summary["next"][0]
+    if "TASK=" in command or "/heldout/problems.jsonl" in command:
+        label = "held-out accuracy" + (" (the same problems)" if "LIMIT=" in command else "")
+    else:  # the run's own data, nothing held out of it: say so rather than call it held-out
+        label = "accuracy on the training data: no held-out set (heldout_fraction: 0.1 holds one out)"
     print(
         f"\n{method.upper()} finished: {summary['steps']} steps in {summary['wall_seconds']:.0f} s "
         f"({summary['train_seconds'] or 0:.0f} s training)\n"
@@ -197,7 +223,7 @@ def finish_run(trainer, method: str, model_name: str, script_args, reward_weight
         f"  engine   {describe(summary['distributed'])}\n"
         f"  adapter  {out}\n"
         + (f"  plot     {plot}\n" if plot else "")
-        + f"next:\n  {summary['next'][0]}   # held-out accuracy{same}\n"
+        + f"next:\n  {command}   # {label}\n"
         + f"  {summary['next'][1]}   # redraw the plot\n"
     )
     return summary

@@ -9,6 +9,7 @@ import time
 from importlib import import_module
 from pathlib import Path
 
+import pytest
 import torch
 
 from tests.conftest import NO_HELDOUT, REPO_ROOT
@@ -151,6 +152,15 @@ def assert_run_summary(run_dir: Path, method: str, printed: str, steps: int = 2,
     assert f"{REWARD_KEYS[method]} {first:.3f} -> {last:.3f}" in printed
     assert "make eval MODEL=" in printed and f"ADAPTER={run_dir}" in printed and f"make plot RUN={run_dir}" in printed
     assert "[rank" not in printed  # a single process has no rank line
+    # GRPO's share of groups without reward spread, always (not only when it trips the no-signal check)
+    zero = [
+        json.loads(line).get("frac_reward_zero_std") for line in (run_dir / "metrics.jsonl").read_text().splitlines()
+    ]
+    zero = [z for z in zero if z is not None]
+    assert (summary["zero_spread_groups"] is not None) == (method == "grpo") == bool(zero)
+    if zero:
+        assert summary["zero_spread_groups"]["mean"] == pytest.approx(sum(zero) / len(zero))
+        assert f"  groups   {sum(zero) / len(zero):.0%} with no reward spread (frac_reward_zero_std" in printed
     if heldout:
         assert_heldout_block(run_dir, printed, steps)
     return summary

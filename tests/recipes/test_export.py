@@ -108,3 +108,20 @@ def test_export_refuses_in_one_line_before_a_model_loads(runs, tmp_path):
     assert said == "error: push_to_hub needs hub_model_id (you/name): the hub repository to upload to"
     said = entry_point_error("recipes.export", "--run", str(runs / "grpo"), "--dtype", "int4")
     assert said == "error: dtype 'int4': one of auto, bfloat16, float16, float32"
+
+
+def test_make_eval_loads_an_adapter_s_base_as_its_run_trained_and_says_what_it_loaded(
+    runs, tiny_world, tmp_path, capsys
+):
+    """Without --load_in_4bit, `make eval ADAPTER=<a 4-bit run>` loads the base in 4-bit as the run trained (and
+    gives the run's own last held-out number); the printed line and results.json say which precision it loaded."""
+    run = runs / "grpo"
+    trained = [json.loads(line) for line in (run / "heldout" / "step-2.jsonl").read_text().splitlines()]
+    common = ["--model", str(tiny_world / "model"), "--adapter", str(run), "--task", "tiny", "--limit", "24"]
+    as_trained = eval_main([*common, "--out", str(tmp_path / "a")])
+    assert as_trained["generation"]["precision"] == "4-bit NF4, as the adapter trained"
+    assert as_trained["accuracy"] == pytest.approx(sum(r["score"] for r in trained) / 24)
+    full = eval_main([*common, "--load_in_4bit", "false", "--out", str(tmp_path / "b")])
+    assert full["generation"]["precision"] == "float32, not as the adapter trained (4-bit NF4)"
+    printed = capsys.readouterr().out
+    assert "greedy, 4-bit NF4, as the adapter trained) ->" in printed and "greedy, float32, not as" in printed

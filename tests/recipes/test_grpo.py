@@ -169,6 +169,8 @@ def test_a_run_without_signal_says_so(tiny_world, tmp_path, capsys):
     assert "    always_zero 0.000 -> 0.000\n    always_half 0.500 -> 0.500" in printed
     # the suggested evaluation is the run's own task: its data and rewards, not a built-in task
     assert summary["next"][0].endswith(f"DATA=artifacts/tiny/data/train.jsonl REWARDS={','.join(rewards)}")
+    # ... and it says what that file is: the data it trained on, not a held-out set
+    assert f"{summary['next'][0]}   # accuracy on the training data: no held-out set" in printed
 
 
 def test_a_run_with_signal_is_not_flagged(tmp_path):
