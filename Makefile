@@ -13,7 +13,7 @@ SMOL := artifacts/smol
 # Where DeepSpeed (and torch) keep the C++ extensions they compile on first use: inside the environment, built once.
 export TORCH_EXTENSIONS_DIR ?= $(abspath $(VENV))/torch_extensions
 
-##@ PROFILE=tiny        config profile: tiny, tiny-code, smol, 7b, 7b-code (recipes/configs/<profile>/)
+##@ PROFILE=tiny        config profile: tiny, tiny-code, smol, 7b, 7b-code, 7b-math (recipes/configs/<profile>/)
 ##@ CONFIG=path.yaml    a config of your own instead of the profile's
 ##@ ARGS="--flag v"     extra flags for the target's script (recipe flags override the YAML)
 ##@ LAUNCH=name NPROC=n run a recipe under `accelerate launch` with recipes/accelerate/<name>.yaml, n processes in all

@@ -49,6 +49,9 @@ class PromptArguments(DataArguments):
         prompt_template: the user message built from the row's columns instead, e.g.
             '{text}\\nTests:\\n{test_list}' (a list column as one item per line).
         system_prompt: a system message before it.
+        exclude_problems: problems that must never train (an evaluation set): a local file or a hub id, with
+            `:split` (e.g. HuggingFaceH4/MATH-500:test); training rows whose prompt column's text (whitespace
+            normalised) is one of its rows' are dropped, with a count.
         shown_tests: code tasks with MBPP's `test_list`: put the first N asserts in the prompt (`{tests_shown}` in
             prompt_template) and score only the rest, so that hard-coding what the prompt shows cannot pass.
         truncate_long_prompts: cut prompts longer than the model has room for from their start; else refused.
@@ -63,6 +66,10 @@ class PromptArguments(DataArguments):
         },
     )
     system_prompt: str | None = None
+    exclude_problems: str | None = field(
+        default=None,
+        metadata={"help": "an evaluation set whose problems never train: a local file, or hub id[:split]"},
+    )
     shown_tests: int | None = field(
         default=None,
         metadata={

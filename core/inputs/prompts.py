@@ -2,6 +2,7 @@
 model leaves them; and `prepare_prompts`, the one data step of every recipe (load, check, cut, template, fit)."""
 
 import string
+from pathlib import Path
 from typing import NamedTuple
 
 from core.errors import UserError
@@ -53,6 +54,8 @@ def prepare_prompts(
         required_columns=needed,
         drop_incomplete=args.drop_incomplete_rows,
     )
+    if args.exclude_problems:
+        dataset = without_problems(dataset, args.exclude_problems, args.prompt_column, args.dataset_name)
     dataset, held = cut_heldout(dataset, heldout_fraction, seed, args.dataset_name)
     if skip and skip >= len(dataset):
         raise SystemExit(f"skip_prompts {skip}: {args.dataset_name} has only {len(dataset)} prompts")
@@ -72,6 +75,24 @@ def prepare_prompts(
     room = prompt_room(model_args, *completion)
     dataset = fit_prompt_column(dataset, tokenizer, room, args.dataset_name, args.truncate_long_prompts, column)
     return Prompts(dataset, held, tokenizer)
+
+
+def normalised(text) -> str:
+    return " ".join(str(text).split())
+
+
+def without_problems(dataset, source: str, column: str, name: str):
+    """`dataset` without the rows whose `column` text is one of `source`'s (a local file, or `hub_id[:split]`,
+    default split test), whitespace normalised; says how many it dropped."""
+    hub_id, _, split = source.partition(":") if ":" in source and not Path(source).exists() else (source, "", "")
+    excluded = load_data(hub_id, split or "test", required_columns=[column])
+    banned = {normalised(text) for text in excluded[column]}
+    kept = dataset.filter(lambda row: normalised(row[column]) not in banned)
+    print(
+        f"exclude_problems: {len(dataset) - len(kept)} of {len(dataset)} rows of {name} are problems of {source} "
+        f"({len(banned)}): dropped, never trained on"
+    )
+    return kept
 
 
 def row_messages(row: dict, args: PromptArguments) -> list[dict]:

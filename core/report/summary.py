@@ -28,6 +28,7 @@ PROFILE_TASKS = {
     "smol": "smol",
     "7b": "gsm8k",
     "7b-code": "mbpp-hidden",
+    "7b-math": "math500",
 }
 # What to check when training had no signal.
 NO_SIGNAL_CAUSES = (

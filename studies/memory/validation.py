@@ -76,8 +76,18 @@ def build_model(out: Path, hidden: int, layers: int, vocab: int):
     return config
 
 
-def write_data(work: Path, tokenizer_dir: Path, system_prompt: str) -> dict:
-    """One GSM8K question repeated, and one pair from it; returns their exact token lengths."""
+def grpo_messages(row: dict) -> list[dict]:
+    """The messages the 7B GRPO config prompts a GSM8K row with, built as its recipe builds them."""
+    from core.inputs.prompts import prompt_messages, prompt_text
+
+    config = yaml.safe_load((REPO_ROOT / "recipes" / "configs" / "7b" / "grpo.yaml").read_text())
+    text = prompt_text(row, config.get("prompt_column", "question"), config.get("prompt_template"))
+    return prompt_messages(text, config.get("system_prompt"))
+
+
+def write_data(work: Path, tokenizer_dir: Path) -> dict:
+    """One GSM8K question repeated, and one pair from it; returns their exact token lengths (the GRPO prompt as the
+    7B config builds it)."""
     from transformers import AutoTokenizer
 
     row = json.loads(FIXTURE.read_text().splitlines()[0])
@@ -102,7 +112,7 @@ def write_data(work: Path, tokenizer_dir: Path, system_prompt: str) -> dict:
         )
 
     return {
-        "prompt": tokens([{"role": "system", "content": system_prompt}, *prompt], generation_prompt=True),
+        "prompt": tokens(grpo_messages(row), generation_prompt=True),
         "pair_prompt": tokens(prompt, generation_prompt=True),
         "pair": max(tokens(prompt + pair[side]) for side in ("chosen", "rejected")),
     }
@@ -257,8 +267,7 @@ def measure(
     model_dir = work / f"model-{size}"
     config = build_model(model_dir, hidden, layers, vocab)
     arch = architecture(config)
-    system_prompt = yaml.safe_load((REPO_ROOT / "recipes/configs/7b/grpo.yaml").read_text())["system_prompt"]
-    lengths = write_data(work, model_dir, system_prompt)
+    lengths = write_data(work, model_dir)
     parameters = sum(i * o for _, i, o in arch.quantized) + arch.other_params
     records = []
     plan = [(lp, ckpt, m) for lp in logprobs_modes for ckpt in checkpointing_modes for m in methods]

@@ -40,13 +40,18 @@ def test_one_step_of_each_7b_config_with_local_stand_ins(path, tiny_world, tiny_
     code = path.parent.name.endswith("code")
     model = stand_in(tiny_code_world / "model" if code else tiny_world / "model", tmp_path / "model")
     # the fixture's rows repeated to a few batches' worth (a 7B config's batch is larger than the fixture)
-    rows_text = (FIXTURES / ("mbpp_sample.jsonl" if code else "gsm8k_sample.jsonl")).read_text().splitlines()
+    fixture = {"7b-code": "mbpp_sample.jsonl", "7b-math": "math500_sample.jsonl"}.get(path.parent.name, "gsm8k_sample")
+    rows_text = (FIXTURES / fixture.removesuffix(".jsonl")).with_suffix(".jsonl").read_text().splitlines()
     data = tmp_path / "data.jsonl"
     data.write_text("\n".join((rows_text * 64)[:64]) + "\n")
     method = path.stem
     out = tmp_path / "out"
     script = "dpo" if method == "ipo" else method
     overrides = ["--model_name_or_path", str(model)]
+    if "exclude_problems" in config:  # the evaluation set's stand-in: the fixture's first problem, never trained on
+        excluded = tmp_path / "excluded.jsonl"
+        excluded.write_text(rows_text[0] + "\n")
+        overrides += ["--exclude_problems", str(excluded)]
     if method == "pairs":
         overrides += [
             "--dataset_name",

@@ -2,6 +2,7 @@
 errors), and the 7B configs name a model whose shipped config.json builds on the meta device."""
 
 import importlib
+import json
 import re
 from pathlib import Path
 
@@ -88,6 +89,7 @@ PROFILE_ROWS = {
     "smol": "tasks/worlds/smol/data/test.jsonl",
     "7b": "tests/fixtures/gsm8k_sample.jsonl",
     "7b-code": "tests/fixtures/mbpp_sample.jsonl",
+    "7b-math": "tests/fixtures/math500_sample.jsonl",
 }
 PROMPTING = [p for p in RECIPE_CONFIGS if p.stem in ("grpo", "ppo", "pairs")]  # DPO/IPO/ORPO: make pairs' prompts
 
@@ -114,6 +116,7 @@ def test_every_shipped_config_prompts_as_its_evaluation_task(path):
 
     data = str(REPO_ROOT / PROFILE_ROWS[path.parent.name])
     args, config = config_prompt_arguments(path, data)
+    args.exclude_problems = None  # a hub set (the test below holds it); these rows are the evaluation's own
     prompted = prepare_prompts(args, config["reward_funcs"]).dataset  # the recipe's data step, as it trains
     task = TASKS[PROFILE_TASKS[path.parent.name]]
     source = load_data(data)
@@ -164,3 +167,29 @@ def test_a_hard_coded_mbpp_completion_no_longer_scores_full_marks_in_training():
     all_cheats = [hard_coded("\n".join(row["test_list"])) for row in everything]
     scored = call_reward(REWARDS["code_tests"], all_cheats, **{k: everything[k] for k in everything.column_names})
     assert scored == [1.0] * len(all_cheats)
+
+
+def test_the_math_config_never_trains_on_a_problem_of_the_set_it_is_measured_on(tmp_path, capsys):
+    """The 7b-math config names MATH-500 (make eval TASK=math500's hub set and split) as problems that never train;
+    a training file holding some of them, whitespace changed, loses exactly those, and says so."""
+    from core.evaluation.benchmarks import TASKS
+    from core.inputs.prompts import prepare_prompts
+    from core.report.summary import PROFILE_TASKS
+
+    task = TASKS[PROFILE_TASKS["7b-math"]]
+    path = REPO_ROOT / "recipes" / "configs" / "7b-math" / "grpo.yaml"
+    args, config = config_prompt_arguments(path, "")
+    assert config["exclude_problems"] == f"{task.hub_id}:{task.split}"
+    evaluation = [json.loads(line) for line in (REPO_ROOT / PROFILE_ROWS["7b-math"]).read_text().splitlines()]
+    others = [{"problem": f"What is {n} + {n}?", "answer": str(2 * n)} for n in range(20)]
+    leaked = [{**row, "problem": "  " + row["problem"].replace(" ", "\n", 1)} for row in evaluation[:4]]
+    training = tmp_path / "train.jsonl"
+    training.write_text(
+        "".join(json.dumps({"problem": r["problem"], "answer": r["answer"]}) + "\n" for r in others + leaked)
+    )
+    stand_in = tmp_path / "math500.jsonl"
+    stand_in.write_text("".join(json.dumps(row) + "\n" for row in evaluation))
+    args.dataset_name, args.exclude_problems = str(training), str(stand_in)
+    kept = prepare_prompts(args, config["reward_funcs"]).dataset
+    assert sorted(kept["problem"]) == sorted(r["problem"] for r in others)
+    assert f"exclude_problems: 4 of 24 rows of {training} are problems of {stand_in}" in capsys.readouterr().out
