@@ -17,6 +17,8 @@ from eval.run import main as eval_main
 from tests.conftest import entry_point_error
 from tests.recipes.helpers import module_parser, run_recipe
 
+pytestmark = pytest.mark.slow  # two short trainings, each exported and evaluated
+
 HELDOUT = ("--heldout_task", "tiny", "--heldout_limit", "24")
 # A learning rate that moves the adapter within two steps: merged and base weights must differ for the check to mean
 # anything.

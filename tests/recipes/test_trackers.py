@@ -5,7 +5,11 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from tests.conftest import FULL_PRECISION, NO_HELDOUT, REPO_ROOT
+
+pytestmark = pytest.mark.slow  # a run in its own process, three trackers starting
 
 
 def test_tensorboard_wandb_and_trackio_record_a_run_offline(tiny_world, tmp_path):
