@@ -25,7 +25,7 @@ from core.runs.folder import RunFolder
 from core.runs.storage import WriteFailed, describe_failure, is_write_failure, writing
 from core.training.callbacks import StopOnSignal
 from core.training.divergence import Diverged, diverged, is_sampler_failure, learning_rate
-from core.training.plan import PlanLine
+from core.training.plan import PLANS, PlanLine
 from core.training.ppo import ChunkedPPOTrainer, ResumablePPOTrainer
 from rewards import RewardTimeout
 from rewards.time_limit import Expired, stop_interrupting
@@ -153,9 +153,9 @@ class RecipeStart:
         set_seed(kwargs["args"].seed)
         super().__init__(*args, **kwargs)
         check_engine(self.accelerator.state)
-        if hasattr(self.train_dataset, "__len__"):  # a streamed dataset has no length to plan with
-            processes = self.accelerator.num_processes
-            self.add_callback(PlanLine(run.record["method"], len(self.train_dataset), processes))
+        method = run.record.get("method")
+        if method in PLANS and hasattr(self.train_dataset, "__len__"):  # a streamed dataset has no length to plan
+            self.add_callback(PlanLine(method, len(self.train_dataset), self.accelerator.num_processes))
         run.phases.time_generation(getattr(self.model, "policy", self.model))  # PPO's model: policy and critic
         if self.is_world_process_zero():
             run.write_files()
