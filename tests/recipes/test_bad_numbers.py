@@ -246,7 +246,7 @@ DIVERGED = re.compile(
 )
 
 
-@pytest.mark.parametrize("method", ["grpo", "ppo", "dpo", "orpo"])
+@pytest.mark.parametrize("method", ["grpo", "ppo", "dpo", "ipo", "orpo"])
 def test_a_diverging_run_stops_at_that_step_in_one_line_and_saves_nothing_non_finite(
     method, tiny_world, tiny_pairs, tmp_path
 ):
@@ -259,8 +259,8 @@ def test_a_diverging_run_stops_at_that_step_in_one_line_and_saves_nothing_non_fi
 
     import recipes.dpo as dpo
 
-    modules = {"grpo": grpo, "ppo": ppo, "dpo": dpo, "orpo": orpo}
-    data = ["--dataset_name", str(tiny_pairs)] if method in ("dpo", "orpo") else []
+    modules = {"grpo": grpo, "ppo": ppo, "dpo": dpo, "ipo": dpo, "orpo": orpo}  # IPO: DPO's script, its own YAML
+    data = ["--dataset_name", str(tiny_pairs)] if method in ("dpo", "ipo", "orpo") else []
     out = tmp_path / "run"
     with pytest.raises(SystemExit) as stop:
         run_recipe(
