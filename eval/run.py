@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 import torch
+from transformers.hf_argparser import string_to_bool
 from trl import ModelConfig
 
 from core.errors import UserError, one_line_errors
@@ -36,6 +37,7 @@ from core.inputs.models import (
     on_device,
 )
 from core.inputs.prompts import fit_prompt_list
+from core.report.finished import FOUR_BIT, saved_config
 from core.runs.folder import library_versions
 from core.runs.storage import write_text_whole
 from rewards.sandbox import SandboxUnavailable, isolation_mode, isolation_record
@@ -58,43 +60,18 @@ def load_for_eval(model_path: str, adapter: str | None, load_in_4bit: bool):
     return model, tokenizer
 
 
-def yes_or_no(value: str) -> bool:
-    """
-    >>> yes_or_no("true"), yes_or_no("False")
-    (True, False)
-    """
-    if value.lower() in ("true", "yes", "1"):
-        return True
-    if value.lower() in ("false", "no", "0"):
-        return False
-    raise argparse.ArgumentTypeError(f"{value!r}: true or false")
-
-
-def adapter_trained_in_4bit(adapter: str | None) -> bool | None:
-    """Whether the run that saved `adapter` (a run folder, or one of its checkpoints) loaded its base in 4-bit, from
-    its config.yaml; None when it does not say."""
-    if not adapter:
-        return None
-    for folder in (Path(adapter), Path(adapter).parent):
-        if (folder / "config.yaml").is_file():
-            import yaml
-
-            return bool((yaml.safe_load((folder / "config.yaml").read_text()) or {}).get("load_in_4bit"))
-    return None
-
-
 def precision_label(four_bit: bool, asked: bool | None, trained_4bit: bool | None) -> str:
     """What the base was loaded in and why, for the printed line and results.json.
 
     >>> precision_label(True, None, True), precision_label(False, False, True)
     ('4-bit NF4, as the adapter trained', 'float32, not as the adapter trained (4-bit NF4)')
     """
-    loaded = "4-bit NF4" if four_bit else ("bfloat16" if torch.cuda.is_available() else "float32")
+    loaded = FOUR_BIT if four_bit else ("bfloat16" if torch.cuda.is_available() else "float32")
     if trained_4bit is None:
         return loaded
     if asked is None or asked == trained_4bit:
         return f"{loaded}, as the adapter trained"
-    return f"{loaded}, not as the adapter trained ({'4-bit NF4' if trained_4bit else 'full precision'})"
+    return f"{loaded}, not as the adapter trained ({FOUR_BIT if trained_4bit else 'full precision'})"
 
 
 def generate_vllm(
@@ -186,7 +163,7 @@ def main(argv=None):
     parser.add_argument("--batch_size", type=int, default=64)
     parser.add_argument(
         "--load_in_4bit",
-        type=yes_or_no,
+        type=string_to_bool,
         nargs="?",
         const=True,
         help="load the base in 4-bit NF4 (true/false; default: as the adapter's run trained, else full precision)",
@@ -240,7 +217,8 @@ def main(argv=None):
         raise UserError("say what to evaluate: --task (" + ", ".join(sorted(TASKS)) + ") or --data with --rewards")
     if args.adapter:
         check_adapter(args.adapter)
-    trained_4bit = adapter_trained_in_4bit(args.adapter)
+    saved = saved_config(args.adapter)
+    trained_4bit = None if saved is None else bool(saved.get("load_in_4bit"))
     four_bit = args.load_in_4bit if args.load_in_4bit is not None else bool(trained_4bit)
     model_args = ModelConfig(model_name_or_path=args.model, load_in_4bit=four_bit)
     check_model(model_args, "--model")

@@ -24,14 +24,14 @@ from pathlib import Path
 from trl import ModelConfig, TrlParser
 
 from core.errors import UserError
-from core.evaluation.benchmarks import TASKS, load_task_data
+from core.evaluation.benchmarks import TASKS
 from core.evaluation.scoring import score_rows
 from core.export.card import model_card
 from core.export.check import MAX_ACCURACY_GAP, compare
 from core.export.merge import DTYPES, base_with_adapter, export_dtype, load_exported, release, save_merged
 from core.inputs.config import Sources, parse_config
 from core.inputs.models import check_model
-from core.report.finished import last_heldout, run_record, task_of
+from core.report.finished import heldout_problems, run_record, trained_precision
 from core.runs.provenance import commit, cpu
 from core.runs.storage import write_text_whole
 
@@ -103,12 +103,7 @@ def main(args: ExportArguments, sources: Sources = Sources()):
         )
 
     # ----- the held-out problems: the run's own, as it last evaluated them -----
-    own = last_heldout(run)
-    task = task_of(run, config, args.task or (own[0]["task"] if own else None))
-    same = own is not None and own[0]["task"] == task and args.data in (None, own[0].get("data"))
-    limit = args.limit or (own[0]["n"] if same else 200)
-    rows = load_task_data(TASKS[task], args.data or (own[0].get("data") if same else None), limit)
-    trained = own[1] if same and len(own[1]) == len(rows) else None
+    task, data, rows, trained = heldout_problems(run, config, args.task, args.data, args.limit)
 
     # ----- the adapter on the base in the export's precision -----
     model, tokenizer = base_with_adapter(base, str(run), precision, quantized)
@@ -125,16 +120,15 @@ def main(args: ExportArguments, sources: Sources = Sources()):
     release()
 
     # ----- the check, the card, the folder -----
-    trained_precision = "4-bit NF4" if four_bit else str(config.get("dtype") or "full precision")
     weights = f"{precision}, the 4-bit weights dequantized" if quantized else precision
-    check = compare(adapter_records, merged_records, trained, trained_precision, weights)
+    check = compare(adapter_records, merged_records, trained, trained_precision(config), weights)
     line = check.describe()
     record = {
         "run": str(run),
         "base": base,
         "method": summary["method"],
         "task": task,
-        "data": args.data or (own[0].get("data") if same else None),
+        "data": data,
         "check": check.record() | {"line": line},
         "precision": precision,
         "merge_into": args.merge_into,
@@ -156,7 +150,7 @@ def main(args: ExportArguments, sources: Sources = Sources()):
             f"base it trained on{hint}"
         )
     data = f" DATA={record['data']}" if record["data"] else ""
-    print(f"make eval MODEL={out} TASK={task}{data} LIMIT={limit}   # the merged model's accuracy again")
+    print(f"make eval MODEL={out} TASK={task}{data} LIMIT={len(rows)}   # the merged model's accuracy again")
 
     # ----- optional: the hub -----
     if args.push_to_hub:

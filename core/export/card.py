@@ -3,6 +3,9 @@ and how to load it, from the run's own records."""
 
 import json
 
+from core.inputs.prompts import prompt_messages
+from core.report.finished import trained_precision
+
 
 def heldout_line(summary: dict) -> str:
     """The run's held-out result as its summary printed it, or that it has none."""
@@ -23,8 +26,8 @@ def model_card(run: str, summary: dict, config: dict, versions: dict, check: dic
     base = config["model_name_or_path"]
     data = config.get("dataset_name") or config.get("train_data") or "see the run's config.yaml"
     system = config.get("system_prompt")
-    messages = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": "..."}]
-    trained_in = "4-bit NF4 (QLoRA)" if config.get("load_in_4bit") else str(config.get("dtype") or "full precision")
+    messages = prompt_messages("...", system)
+    trained_in = trained_precision(config) + (" (QLoRA)" if config.get("load_in_4bit") else "")
     lora = f"LoRA r={config.get('lora_r')}, alpha={config.get('lora_alpha')}, on {config.get('lora_target_modules')}"
     header = "\n".join(
         [

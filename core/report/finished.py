@@ -7,8 +7,10 @@ from pathlib import Path
 import yaml
 
 from core.errors import UserError
-from core.evaluation.benchmarks import TASKS
+from core.evaluation.benchmarks import TASKS, load_task_data
 from core.report.summary import PROFILE_TASKS
+
+FOUR_BIT = "4-bit NF4"
 
 
 def run_record(run: Path) -> tuple[dict, dict]:
@@ -17,6 +19,25 @@ def run_record(run: Path) -> tuple[dict, dict]:
         if not (run / name).is_file():
             raise UserError(f"{run}: no {name}; a finished run's folder is needed (runs/<method>-...)")
     return json.loads((run / "summary.json").read_text()), yaml.safe_load((run / "config.yaml").read_text())
+
+
+def saved_config(adapter: str | Path | None) -> dict | None:
+    """The config.yaml of the run that saved `adapter` (a run folder, or one of its checkpoints); None without one."""
+    if not adapter:
+        return None
+    for folder in (Path(adapter), Path(adapter).parent):
+        if (folder / "config.yaml").is_file():
+            return yaml.safe_load((folder / "config.yaml").read_text()) or {}
+    return None
+
+
+def trained_precision(config: dict) -> str:
+    """What the run loaded its base in, as every report names it.
+
+    >>> trained_precision({"load_in_4bit": True}), trained_precision({"dtype": "bfloat16"}), trained_precision({})
+    ('4-bit NF4', 'bfloat16', 'full precision')
+    """
+    return FOUR_BIT if config.get("load_in_4bit") else str(config.get("dtype") or "full precision")
 
 
 def task_of(run: Path, config: dict, task: str | None) -> str:
@@ -45,3 +66,15 @@ def last_heldout(run: Path) -> tuple[dict, list[dict]] | None:
             if found.get("task") in TASKS and "rewards" not in found:
                 return found, records
     return None
+
+
+def heldout_problems(run: Path, config: dict, task: str | None, data: str | None, limit: int | None):
+    """The problems that measure a finished run after training (`make export`'s check): its own last held-out
+    evaluation's task, data and count unless told otherwise, else its profile's task, 200 problems. Returns (task,
+    data, rows, the run's own per-problem records on exactly those rows or None)."""
+    own = last_heldout(run)
+    task = task_of(run, config, task or (own[0]["task"] if own else None))
+    same = own is not None and own[0]["task"] == task and data in (None, own[0].get("data"))
+    data = data or (own[0].get("data") if same else None)
+    rows = load_task_data(TASKS[task], data, limit or (own[0]["n"] if same else 200))
+    return task, data, rows, (own[1] if same and len(own[1]) == len(rows) else None)
