@@ -1,14 +1,30 @@
-"""The statistics the studies report: paired differences on the same problems, and intervals over seeds."""
+"""The statistics the studies report: paired differences on the same problems, intervals over seeds and over
+seeds x problems, intervals for shares that stay within [0, 1], the Holm correction over a family of claims, and the
+smallest difference a run could have detected."""
 
-# Two-sided 95% Student t quantiles by degrees of freedom: intervals over a handful of seeds.
+from scipy import stats
+
+# Two-sided 95% Student t quantiles as the tables published before 2026-12-05 computed them (the normal's 1.96 past 30
+# degrees of freedom): only to read a standard error back from an interval those tables stored.
 T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228}
 T95 |= {11: 2.201, 12: 2.179, 13: 2.160, 14: 2.145, 15: 2.131, 16: 2.120, 17: 2.110, 18: 2.101, 19: 2.093, 20: 2.086}
 T95 |= {21: 2.080, 22: 2.074, 23: 2.069, 24: 2.064, 25: 2.060, 26: 2.056, 27: 2.052, 28: 2.048, 29: 2.045, 30: 2.042}
+ALPHA = 0.05  # every family's error rate
+POWER = 0.8  # the detectable difference's power
+
+
+def t_quantile(probability: float, df: float) -> float:
+    """Student t quantile (scipy).
+
+    >>> round(t_quantile(0.975, 4), 3), round(t_quantile(0.975, 1000), 3)
+    (2.776, 1.962)
+    """
+    return float(stats.t.ppf(probability, df))
 
 
 def t95(df: int) -> float:
-    """Two-sided 95% Student t quantile (the normal's 1.96 past 30 degrees of freedom)."""
-    return T95.get(df, 1.96)
+    """Two-sided 95% Student t quantile."""
+    return t_quantile(0.975, df)
 
 
 def paired_difference(before: list[float], after: list[float]) -> dict:
@@ -31,8 +47,85 @@ def over_seeds(values: list[float]) -> dict:
     if n < 2:
         return {"mean": mean, "sd": None, "ci95": None, "n": n}
     sd = (sum((v - mean) ** 2 for v in values) / (n - 1)) ** 0.5
-    half = T95.get(n - 1, 1.96) * sd / n**0.5
-    return {"mean": mean, "sd": sd, "ci95": [mean - half, mean + half], "n": n}
+    half = t95(n - 1) * sd / n**0.5
+    return {"mean": mean, "sd": sd, "ci95": [mean - half, mean + half], "n": n, "se": sd / n**0.5, "df": n - 1}
+
+
+def share_interval(mean: float, se: float, df: float, trials: int | None = None) -> list[float]:
+    """A 95% interval for a share (accuracy, pass@1) that stays within [0, 1]: Wilson's score interval at the
+    effective number of trials its standard error implies (p(1 - p) / se^2, at most `trials`, the scores behind the
+    mean), with the t quantile of its degrees of freedom. A t-interval over three seeds at 87% can reach past 100%;
+    this one cannot, and it matches the t-interval where the share is far from both ends.
+
+    >>> [round(x, 3) for x in share_interval(0.867, 0.036, 2)]  # three seeds near the top: a t-interval ends at 1.02
+    [0.649, 0.958]
+    >>> [round(x, 3) for x in share_interval(0.5, 0.02, 1000)]  # far from the ends: mean -/+ 1.96 se
+    [0.461, 0.539]
+    >>> round(share_interval(1.0, 0.0, 2, trials=600)[1], 9)
+    1.0
+    """
+    z = t95(max(1, df))
+    if mean <= 0 or mean >= 1 or se <= 0:
+        n = trials or 1
+    else:
+        n = mean * (1 - mean) / se**2
+        n = min(n, trials) if trials else n
+    centre = (mean + z * z / (2 * n)) / (1 + z * z / n)
+    half = z / (1 + z * z / n) * (mean * (1 - mean) / n + z * z / (4 * n * n)) ** 0.5
+    return [max(0.0, centre - half), min(1.0, centre + half)]
+
+
+def share_over_seeds(values: list[float], trials_per_seed: int | None = None) -> dict:
+    """`over_seeds` of a share, its interval bounded to [0, 1] (`share_interval`)."""
+    result = over_seeds(values)
+    if result["ci95"] is not None:
+        trials = trials_per_seed * len(values) if trials_per_seed else None
+        result["ci95"] = share_interval(result["mean"], result["se"], result["df"], trials)
+    return result
+
+
+def holm(p_values: list[float], alpha: float = ALPHA) -> list[dict]:
+    """Holm's step-down correction over one family: for each p-value (in the given order) its adjusted p, whether it
+    is rejected at family-wise `alpha`, and the level its step tested it at (alpha / (m - rank)).
+
+    >>> [(round(r["p_holm"], 3), r["rejected"]) for r in holm([0.01, 0.04, 0.03, 0.005])]
+    [(0.03, True), (0.06, False), (0.06, False), (0.02, True)]
+    """
+    m = len(p_values)
+    order = sorted(range(m), key=lambda i: p_values[i])
+    results, running, stopped = [None] * m, 0.0, False
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * p_values[i]))
+        level = alpha / (m - rank)
+        stopped = stopped or p_values[i] > level
+        results[i] = {"p_holm": running, "rejected": not stopped, "level": level}
+    return results
+
+
+def detectable_difference(se: float, df: float, level: float = ALPHA, power: float = POWER) -> float:
+    """The smallest true difference a two-sided t-test at `level` would detect with probability `power`, from the
+    observed standard error: (t_(1 - level/2) + t_power) x se.
+
+    >>> round(detectable_difference(0.01, 1000), 4)  # (1.962 + 0.842) x 1 point
+    0.028
+    """
+    return (t_quantile(1 - level / 2, df) + t_quantile(power, df)) * se
+
+
+def p_value(mean: float, se: float, df: float) -> float:
+    """Two-sided p of a t-test of mean = 0 (1 when there is no spread and no difference)."""
+    if se <= 0:
+        return 1.0 if mean == 0 else 0.0
+    return float(2 * stats.t.sf(abs(mean) / se, df))
+
+
+def standard_error(record: dict) -> float:
+    """A stored interval's standard error: its own `se`, or read back from its 95% interval and degrees of freedom
+    as the tables published before 2026-12-05 computed them (T95, the normal's 1.96 past 30)."""
+    if record.get("se") is not None:
+        return record["se"]
+    low, high = record["ci95"]
+    return (high - low) / 2 / T95.get(record["df"], 1.96)
 
 
 def crossed_difference(a: list[list[float]], b: list[list[float]]) -> dict:
@@ -69,5 +162,29 @@ def crossed_difference(a: list[list[float]], b: list[list[float]]) -> dict:
         terms = ms_seed**2 / (seeds - 1) + ms_problem**2 / max(1, problems - 1)
         terms += ms_residual**2 / max(1, (seeds - 1) * (problems - 1))
         df = max(1, int(combined**2 / terms)) if terms else 1
-    half = t95(df) * variance**0.5
-    return {"mean": mean, "ci95": [mean - half, mean + half], "df": df, "seeds": seeds, "problems": problems}
+    se = variance**0.5
+    half = t95(df) * se
+    return {
+        "mean": mean,
+        "ci95": [mean - half, mean + half],
+        "df": df,
+        "se": se,
+        "p": p_value(mean, se, df),
+        "seeds": seeds,
+        "problems": problems,
+    }
+
+
+def crossed_share(scores: list[list[float]], samples_per_score: int = 1) -> dict:
+    """A share over seeds x problems (scores[s][p] in [0, 1]): its mean with a 95% interval from the crossed
+    variance (`crossed_difference` against zero), bounded to [0, 1] (`share_interval`; `samples_per_score` counts
+    the sampled completions behind each score, for its effective number of trials).
+
+    >>> result = crossed_share([[1, 1, 0, 1], [1, 0, 0, 1]])
+    >>> result["mean"], 0 <= result["ci95"][0] < result["mean"] < result["ci95"][1] <= 1
+    (0.625, True)
+    """
+    spread = crossed_difference(scores, [[0] * len(row) for row in scores])
+    trials = len(scores) * len(scores[0]) * samples_per_score
+    ci = share_interval(spread["mean"], spread["se"], spread["df"], trials)
+    return {"mean": spread["mean"], "ci95": ci, "se": spread["se"], "df": spread["df"]}
