@@ -245,12 +245,18 @@ def evaluate(
     temperature: float,
     greedy: bool = True,
     load_in_4bit: bool = True,
+    sample_seed: int = 0,
+    greedy_done: tuple[dict, list[dict]] | None = None,
 ) -> tuple[dict, list[dict]]:
-    """One model (in 4-bit, or full precision, as trained) on `rows`: sampled pass@1 from k samples, greedy accuracy,
-    per-problem scores, completion lengths and the share cut at the length limit."""
+    """One model (in 4-bit, or full precision, as trained) on `rows`: sampled pass@1 from k samples drawn under
+    `sample_seed`, greedy accuracy (or the model's `greedy_done`: greedy is the same under every seed), per-problem
+    scores, completion lengths and the share cut at the length limit."""
     model, tokenizer = load_for_eval(model_name, str(adapter) if adapter else None, load_in_4bit=load_in_4bit)
     result, records = {}, []
-    if greedy:
+    if greedy_done:
+        result |= greedy_done[0]
+        records += greedy_done[1]
+    elif greedy:
         torch.manual_seed(0)
         metrics, greedy_records = evaluate_model(model, tokenizer, task, rows)
         result |= {
@@ -259,7 +265,7 @@ def evaluate(
             "greedy_per_problem": [r["score"] for r in greedy_records],
         }
         records += greedy_records
-    torch.manual_seed(0)
+    torch.manual_seed(sample_seed)
     metrics, sampled_records = evaluate_model(model, tokenizer, task, rows, k=k, temperature=temperature)
     records += sampled_records
     lengths = [len(tokenizer(r["completion"], add_special_tokens=False)["input_ids"]) for r in records]
@@ -289,18 +295,35 @@ def evaluate_all(
     out: Path,
     load_in_4bit: bool = True,
 ) -> dict:
-    """`base` and every (method, seed) -> greedy and sampled metrics on the held-out set."""
+    """("base", seed) for every seed the runs have, and every (method, seed) -> greedy and sampled metrics on the
+    held-out set. A seed's models draw their samples under that seed, the base's again under each (so a claim against
+    the base counts the base's sampling noise, as it counts each method's); greedy is scored once per model."""
     rows = load_task_data(TASKS[task], None, limit)
-    results = {}
-    for key, adapter in [("base", None), *runs.items()]:
-        name = key if key == "base" else f"{key[0]}-seed{key[1]}"
-        results[key], records = evaluate(model_name, adapter, task, rows, k, temperature, load_in_4bit=load_in_4bit)
-        with open(out / f"eval_{name}.jsonl", "w") as fh:
-            fh.writelines(json.dumps(record) + "\n" for record in records)
-        print(
-            f"[compare] {name}: greedy {results[key]['greedy']:.3f}, sampled pass@1 {results[key]['sampled']:.3f}",
-            flush=True,
-        )
+    results, base_greedy = {}, None
+    for seed in sorted({seed for _, seed in runs}):
+        for key, adapter in [(("base", seed), None), *((key, a) for key, a in runs.items() if key[1] == seed)]:
+            name = f"{key[0]}-seed{key[1]}"
+            reused = base_greedy if key[0] == "base" else None
+            results[key], records = evaluate(
+                model_name,
+                adapter,
+                task,
+                rows,
+                k,
+                temperature,
+                load_in_4bit=load_in_4bit,
+                sample_seed=seed,
+                greedy_done=reused,
+            )
+            if key[0] == "base" and base_greedy is None:
+                greedy_keys = ("greedy", "greedy_ci95", "greedy_per_problem")
+                base_greedy = ({g: results[key][g] for g in greedy_keys}, records[: len(rows)])
+            with open(out / f"eval_{name}.jsonl", "w") as fh:
+                fh.writelines(json.dumps(record) + "\n" for record in records)
+            print(
+                f"[compare] {name}: greedy {results[key]['greedy']:.3f}, sampled pass@1 {results[key]['sampled']:.3f}",
+                flush=True,
+            )
     return results
 
 

@@ -24,18 +24,21 @@ whose cost depends on the CPU; docs/test-suite.md). settings.json records which.
 
 Evaluation (every adapter and the starting model, in the precision trained in, on the same held-out problems): greedy
 accuracy, and sampled pass@1 at the training temperature from `--eval_k` samples per problem (the headline: what
-the RL methods optimise, and with k samples per problem a much narrower interval than greedy accuracy). Per run:
-Wilson / normal 95% intervals and the paired per-problem difference from the base. Per method, over seeds: the
-mean, the standard deviation and a 95% t-interval of the seeds' values and of their paired differences. Method
-against method (studies.comparison.versus): every pair's difference on the same problems under the same seeds, with
-an interval that counts the seeds' and the problems' variance, and one generated sentence per pair.
+the RL methods optimise, and with k samples per problem a much narrower interval than greedy accuracy). A seed's
+models draw their samples under that seed, the base's again under each seed. Every number is computed from the
+per-problem scores (per_problem.jsonl) by one rule (studies.comparison.inference): accuracies are shares over seeds
+x problems with 95% intervals bounded to [0, 1]; every difference (each method against the base, every pair of
+methods, both metrics) is the seeds x problems interval, and together they are one family, Holm-corrected at 5%: a
+difference is claimed only where its adjusted p is below 0.05, and one that is not gives the smallest difference the
+run could have detected (80% power).
 Accuracy against compute: each run saves its adapter at every quarter of its budget; each checkpoint is scored on
 the validation split (sampled pass@1) against the training seconds and samples it had used. Learning rates are
 chosen by `--sweep` on the validation split, never on the held-out test.
 
-Writes results/compare/<profile>/: summary.json ({"methods": one aggregate per method and `base`, "versus": one row
-per pair of methods and metric, "runs": one record per (method, seed)}), settings.json (machine, CPU and its kernel
-flags, commit, code digest, versions, budget), summary.md, memory.png, accuracy.png,
+Writes results/compare/<profile>/: per_problem.jsonl (method, seed, problem, greedy score, sampled passes),
+summary.json ({"methods": one aggregate per method and `base`, "against_base" and "versus": the family's rows,
+"runs": one record per (method, seed)}; `--report` computes it again from per_problem.jsonl), settings.json
+(machine, CPU and its kernel flags, commit, code digest, versions, budget), summary.md, memory.png, accuracy.png,
 rewards.png, compute.png; `--sweep` writes sweep.json and sweep.png. Run folders and evaluation samples
 (eval_<method>-seed<k>.jsonl) stay beside them, unpublished. Last, it prints itself against the table it replaced
 (studies.comparison.published): each method's difference and whether it lies within the published interval.
@@ -52,11 +55,13 @@ from core.errors import one_line_errors
 from core.evaluation.benchmarks import TASKS, load_task_data
 from core.runs.folder import library_versions
 from core.runs.provenance import code_digest, commit, cpu
+from studies.comparison.inference import infer
 from studies.comparison.published import against_published, read_published
 from studies.comparison.report import plot, write_markdown
-from studies.comparison.summary import aggregate, summarise
+from studies.comparison.scores import NAME as SCORES
+from studies.comparison.scores import read_scores, score_lines, write_scores
+from studies.comparison.summary import FROM_SCORES, aggregate, summarise, with_statistics
 from studies.comparison.sweep import sweep
-from studies.comparison.versus import versus
 from studies.memory.estimate import estimate_all
 from studies.runner import (
     CHECKPOINTS,
@@ -73,6 +78,22 @@ from studies.runner import (
     steps_for,
     train_all,
 )
+
+
+def from_scores(records: list[dict], scores: dict, methods: list[str], base_validation: float | None) -> dict:
+    """summary.json's content: the runs' measured records and every statistic, computed from the per-problem scores
+    (the same function after a run and for --report)."""
+    inference = infer(scores, methods)
+    records = with_statistics(records, scores)
+    return {
+        "rule": inference["rule"],
+        "family_size": inference["family_size"],
+        "methods": aggregate(records, inference),
+        "against_base": inference["against_base"],
+        "versus": inference["versus"],
+        "runs": records,
+        "base_validation_sampled_pass1": base_validation,
+    }
 
 
 def write_report(summary: dict, settings: dict, estimates: dict, out: Path) -> None:
@@ -128,8 +149,14 @@ def main(argv=None):
         if published is None:
             raise SystemExit(f"--report: no summary.json and settings.json in {out} (make compare writes them)")
         summary, settings = published
+        if "rule" in summary:  # every statistic again from per_problem.jsonl; the runs' measured costs as recorded
+            measured = [{k: v for k, v in r.items() if k not in FROM_SCORES} for r in summary["runs"]]
+            summary = from_scores(
+                measured, read_scores(out), settings["methods"], summary["base_validation_sampled_pass1"]
+            )
+            (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
         write_report(summary, settings, estimate_all(estimate_model, args.profile)[0], out)
-        print(f"[compare] rewrote {out}/summary.md and the plots from its summary.json")
+        print(f"[compare] rewrote {out}/summary.json, summary.md and the plots from {out}/{SCORES}")
         return summary
 
     if args.sweep:
@@ -173,20 +200,17 @@ def main(argv=None):
         )[0]["sampled"]
 
     estimates = estimate_all(estimate_model, args.profile)[0]
-    records = summarise(runs, evals, "sampled", estimates, curves)
-    summary = {
-        "methods": aggregate(records),
-        "versus": versus(evals, args.methods),
-        "runs": records,
-        "base_validation_sampled_pass1": base_validation,
-    }
+    write_scores(out, score_lines(evals, eval_k))
+    records = summarise(runs, evals, estimates, curves)
+    summary = from_scores(records, read_scores(out), args.methods, base_validation)
     measure = next((r["memory_measure"] for r in records if "memory_measure" in r), "n/a")
     settings = {
         "profile": args.profile,
+        "methods": args.methods,
         "task": profile["task"],
         "prompts": prompts,
         "seeds": args.seeds,
-        "eval_n": len(evals["base"]["greedy_per_problem"]),
+        "eval_n": len(evals[("base", 0)]["greedy_per_problem"]),
         "eval_k": eval_k,
         "temperature": temperature,
         "load_in_4bit": in_4bit,

@@ -20,7 +20,7 @@ def read_published(out: Path) -> tuple[dict, dict] | None:
 
 
 def _interval(aggregate: dict, metric: str) -> list[float] | None:
-    seeds = aggregate.get(f"{metric}_ci95_seeds")
+    seeds = aggregate.get(f"{metric}_ci95") or aggregate.get(f"{metric}_ci95_seeds")
     return seeds or (aggregate.get("accuracy_ci95") if metric == "sampled_pass1" else None)
 
 

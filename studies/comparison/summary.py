@@ -1,13 +1,15 @@
-"""One record per run and one aggregate per method: accuracy with intervals, the paired difference from the base,
-and what each run cost (from its cost.json, metrics.jsonl and resolved config)."""
+"""One record per run and one aggregate per method: what each run cost (from its cost.json, metrics.jsonl and
+resolved config), and its accuracy with intervals and its difference from the base (from the per-problem scores)."""
 
 import json
 from pathlib import Path
 
 import yaml
 
-from core.report.stats import over_seeds, paired_difference
+from core.report.stats import over_seeds
 from core.runs.metrics import REWARD_KEYS, first_last, reward_curve
+from studies.comparison.inference import difference
+from studies.comparison.inference import shares as infer_shares
 from studies.runner import PREFERENCE_METHODS, SCRIPT, samples_per_step
 
 CLIPPED_FLAG = 0.05  # a method whose held-out completions hit the length limit more often than this is flagged
@@ -23,45 +25,22 @@ HOLDS = {
 }
 
 
-def summarise(runs: dict, evals: dict, headline: str, estimates: dict | None, curves: dict | None = None) -> list:
-    """One record per run (and `base`): accuracy with intervals, paired difference from the base, measured costs."""
+def summarise(runs: dict, evals: dict, estimates: dict | None, curves: dict | None = None) -> list:
+    """One record per run (and per seed's base draw) of what was measured: completion lengths, the share cut at the
+    length limit and, for a trained run, its costs and training curves. The statistics come from the per-problem
+    scores (`with_statistics`)."""
     records = []
-    base = evals["base"]
-    for key in ["base", *runs]:
-        e = evals[key]
-        method, seed = (key, None) if key == "base" else key
+    for key in [k for k in evals if k[0] == "base"] + list(runs):
+        e, (method, seed) = evals[key], key
         record = {
             "method": method,
             "seed": seed,
-            "accuracy": e[headline],
-            "accuracy_ci95": e[f"{headline}_ci95"],
-            "headline_metric": headline,
-            "greedy_accuracy": e["greedy"],
-            "greedy_ci95": e["greedy_ci95"],
-            "sampled_pass1": e["sampled"],
-            "sampled_pass1_ci95": e["sampled_ci95"],
             "completion_length_mean": e["completion_length_mean"],
-            "completion_length_base": base["completion_length_mean"],
+            "completion_length_base": evals[("base", seed)]["completion_length_mean"],
             "clipped_share": e["clipped_share"],
         }
-        if key == "base":
-            record |= {
-                key: None
-                for key in (
-                    "peak_memory_mb",
-                    "train_seconds",
-                    "seconds_per_step",
-                    "samples_per_second",
-                    "train_steps",
-                    "models_in_memory",
-                    "trainable_params",
-                    "reward_first",
-                    "reward_last",
-                    "reward_seconds",
-                    "reward_share",
-                    "sandbox_programs_per_second",
-                )
-            }
+        if method == "base":
+            record |= dict.fromkeys(MEASURED_ONLY_WHEN_TRAINED)
             records.append(record)
             continue
         cost = json.loads((runs[key] / "cost.json").read_text())
@@ -90,37 +69,104 @@ def summarise(runs: dict, evals: dict, headline: str, estimates: dict | None, cu
             "training_clipped_share": sum(logged_clipped) / len(logged_clipped) if logged_clipped else None,
             "compute_curve": (curves or {}).get(key, []),
         }
-        for metric in ("greedy", "sampled"):
-            diff = paired_difference(base[f"{metric}_per_problem"], e[f"{metric}_per_problem"])
-            record[f"{metric}_vs_base"] = diff["mean"]
-            record[f"{metric}_vs_base_ci95"] = diff["ci95"]
-        headline_low = record[f"{headline}_vs_base_ci95"][0]
-        record["beats_base"] = headline_low > 0
-        # Reward hacking or overfitting shows up exactly here: the training reward rose, held-out accuracy did not.
-        record["flag_reward_up_accuracy_not"] = first is not None and last > first and headline_low <= 0
-        record["flag_clipped"] = e["clipped_share"] > CLIPPED_FLAG
         if estimates:
             record["estimated_gb"] = estimates[SCRIPT.get(method, method)]["total_gb"]
         records.append(record)
     return records
 
 
-def aggregate(records: list[dict]) -> list[dict]:
-    """Per method, over its seeds: mean, sd and 95% interval of sampled pass@1, greedy accuracy and the paired
-    differences from the base; means of the costs; the seeds' records stay in `runs`."""
+MEASURED_ONLY_WHEN_TRAINED = (
+    "peak_memory_mb",
+    "train_seconds",
+    "seconds_per_step",
+    "samples_per_second",
+    "train_steps",
+    "models_in_memory",
+    "trainable_params",
+    "reward_first",
+    "reward_last",
+    "reward_seconds",
+    "reward_share",
+    "sandbox_programs_per_second",
+)
+
+
+# The run record's keys `with_statistics` computes from the scores (the rest was measured while it ran).
+FROM_SCORES = (
+    "accuracy",
+    "accuracy_ci95",
+    "headline_metric",
+    "greedy_accuracy",
+    "greedy_ci95",
+    "sampled_pass1",
+    "sampled_pass1_ci95",
+    "greedy_vs_base",
+    "greedy_vs_base_ci95",
+    "sampled_vs_base",
+    "sampled_vs_base_ci95",
+    "beats_base",
+    "flag_reward_up_accuracy_not",
+    "flag_clipped",
+)
+
+
+def with_statistics(records: list[dict], scores: dict) -> list[dict]:
+    """Each record with its run's accuracies (one seed: shares over its problems, bounded intervals) and its paired
+    difference from the base drawn under the same seed, computed from the per-problem scores alone; the flags that
+    read them. What the scores give is replaced, so `--report` recomputes it from per_problem.jsonl."""
+    updated = []
+    for record in records:
+        key = (record["method"], record["seed"])
+        one = {key: scores[key], ("base", key[1]): scores[("base", key[1])]}
+        shares = infer_shares(one, record["method"])
+        record = record | {
+            "accuracy": shares["sampled"]["mean"],
+            "accuracy_ci95": shares["sampled"]["ci95"],
+            "headline_metric": "sampled",
+            "greedy_accuracy": shares["greedy"]["mean"],
+            "greedy_ci95": shares["greedy"]["ci95"],
+            "sampled_pass1": shares["sampled"]["mean"],
+            "sampled_pass1_ci95": shares["sampled"]["ci95"],
+        }
+        if record["method"] != "base":
+            for metric in ("greedy", "sampled"):
+                diff = difference(one, record["method"], "base", metric)
+                record[f"{metric}_vs_base"], record[f"{metric}_vs_base_ci95"] = diff["mean"], diff["ci95"]
+            low = record["sampled_vs_base_ci95"][0]
+            record["beats_base"] = low > 0
+            # Reward hacking or overfitting shows up exactly here: the training reward rose, held-out accuracy did not.
+            first, last = record.get("reward_first"), record.get("reward_last")
+            record["flag_reward_up_accuracy_not"] = first is not None and last > first and low <= 0
+            record["flag_clipped"] = record["clipped_share"] > CLIPPED_FLAG
+        updated.append(record)
+    return updated
+
+
+def aggregate(records: list[dict], inference: dict) -> list[dict]:
+    """Per method, over its seeds: sampled pass@1 and greedy accuracy (shares over seeds x problems, intervals bounded
+    to [0, 1]), the seeds' standard deviation, the difference from the base with its Holm-corrected claim
+    (studies.comparison.inference), means of the costs; the seeds' records stay in `runs`."""
     aggregates = []
+    against_base = {(r["a"], r["metric"]): r for r in inference["against_base"]}
     for method in dict.fromkeys(r["method"] for r in records):
         runs = [r for r in records if r["method"] == method]
         entry = {"method": method, "seeds": [r["seed"] for r in runs], "n_seeds": len(runs)}
-        for metric in ("sampled_pass1", "greedy_accuracy", "sampled_vs_base", "greedy_vs_base", "clipped_share"):
-            if runs[0].get(metric) is None:
-                continue
-            stats = over_seeds([r[metric] for r in runs])
-            if stats["ci95"] and metric in ("sampled_pass1", "greedy_accuracy", "clipped_share"):
-                stats["ci95"] = [max(0.0, stats["ci95"][0]), min(1.0, stats["ci95"][1])]  # a share stays a share
-            entry |= {metric: stats["mean"], f"{metric}_sd": stats["sd"], f"{metric}_ci95_seeds": stats["ci95"]}
-        entry["accuracy"] = entry["sampled_pass1"]
-        entry["accuracy_ci95"] = entry["sampled_pass1_ci95_seeds"] or runs[0]["sampled_pass1_ci95"]
+        for metric, key in (("sampled", "sampled_pass1"), ("greedy", "greedy_accuracy")):
+            share = inference["shares"][method][metric]
+            spread = over_seeds([r[key] for r in runs])
+            entry |= {key: share["mean"], f"{key}_sd": spread["sd"], f"{key}_ci95": share["ci95"]}
+            row = against_base.get((method, metric))
+            if row:
+                entry |= {
+                    f"{metric}_vs_base": row["mean"],
+                    f"{metric}_vs_base_ci95": row["ci95"],
+                    f"{metric}_vs_base_p_holm": row["p_holm"],
+                    f"{metric}_vs_base_claimed": row["claimed"],
+                    f"{metric}_vs_base_detectable": row["detectable"],
+                }
+        clipped = over_seeds([r["clipped_share"] for r in runs])
+        entry |= {"clipped_share": clipped["mean"], "clipped_share_sd": clipped["sd"]}
+        entry["accuracy"], entry["accuracy_ci95"] = entry["sampled_pass1"], entry["sampled_pass1_ci95"]
         for key in (
             "peak_memory_mb",
             "train_seconds",
@@ -148,8 +194,7 @@ def aggregate(records: list[dict]) -> list[dict]:
         ):
             entry[key] = runs[0].get(key)
         if method != "base":
-            low = (entry["sampled_vs_base_ci95_seeds"] or runs[0]["sampled_vs_base_ci95"])[0]
-            entry["beats_base"] = low > 0  # across seeds: the seeds' interval of the paired difference
+            entry["beats_base"] = entry["sampled_vs_base_claimed"] and entry["sampled_vs_base"] > 0
             entry["flag_clipped"] = entry["clipped_share"] > CLIPPED_FLAG
         aggregates.append(entry)
     return aggregates

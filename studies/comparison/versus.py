@@ -1,14 +1,12 @@
-"""Method against method: for every pair of methods, the difference in sampled pass@1 and in greedy accuracy on
-the same held-out problems under the same seeds (seed s of one against seed s of the other), with a 95% interval
-that counts both the seeds' and the problems' variance (core.report.stats.crossed_difference), and the sentences that
-say what holds, generated from those intervals: a sentence claims an order only where its interval excludes zero."""
+"""What a comparison's differences say, in sentences generated from its rows (studies.comparison.inference): each
+method against the base and every pair of methods, in sampled pass@1 and greedy accuracy. An order is claimed only
+where the row's Holm-corrected p is below 0.05; a pair not told apart says the smallest difference the run could have
+detected. (Tables published before the Holm rule, whose rows carry no p, read as they were published: an order where
+the 95% interval excludes zero.)"""
 
 import textwrap
-from itertools import combinations
 
-from core.report.stats import crossed_difference
-
-METRICS = {"sampled": "sampled pass@1", "greedy": "greedy accuracy"}
+from studies.comparison.inference import METRICS
 
 
 def points(mean: float, ci, sign: int = 1) -> str:
@@ -21,67 +19,68 @@ def points(mean: float, ci, sign: int = 1) -> str:
     return f"{sign * mean * 100:+.1f} [{low:+.1f}, {high:+.1f}]"
 
 
-def versus(evals: dict, methods: list[str]) -> list[dict]:
-    """One row per pair of `methods` (in their order) and metric, from `evaluate_all`'s per-problem scores; only the
-    seeds both methods ran count."""
-    rows = []
-    ran = [key for key in evals if key != "base"]  # (method, seed)
-    for first, second in combinations(methods, 2):
-        seeds = sorted({s for m, s in ran if m == first} & {s for m, s in ran if m == second})
-        if not seeds:
-            continue
-        for metric in METRICS:
-            scores = {m: [evals[(m, s)][f"{metric}_per_problem"] for s in seeds] for m in (first, second)}
-            difference = crossed_difference(scores[first], scores[second])
-            low, high = difference["ci95"]
-            rows.append(
-                {
-                    "a": first,
-                    "b": second,
-                    "metric": metric,
-                    **difference,
-                    "seeds": seeds,  # which ones (the statistic counted them)
-                    "excludes_zero": low > 0 or high < 0,
-                }
-            )
-    return rows
+def _claimed(row: dict) -> bool:
+    return row["claimed"] if "claimed" in row else row["excludes_zero"]
 
 
 def sentence(row: dict) -> str:
-    """What the row's interval shows, and nothing it does not.
+    """What the row shows, and nothing it does not.
 
-    >>> sentence({"a": "grpo", "b": "ppo", "metric": "sampled", "mean": 0.05, "ci95": [0.01, 0.09],
-    ...           "excludes_zero": True, "seeds": [0, 1], "problems": 200})
-    'GRPO > PPO in sampled pass@1: +5.0 [+1.0, +9.0] points (2 seeds x 200 problems).'
-    >>> sentence({"a": "dpo", "b": "orpo", "metric": "greedy", "mean": 0.01, "ci95": [-0.02, 0.04],
-    ...           "excludes_zero": False, "seeds": [0], "problems": 200})
-    'DPO and ORPO are not told apart in greedy accuracy: +1.0 [-2.0, +4.0] points includes 0 (1 seed x 200 problems).'
+    >>> sentence({"a": "grpo", "b": "ppo", "metric": "sampled", "mean": 0.05, "ci95": [0.01, 0.09], "claimed": True,
+    ...           "p_holm": 0.012, "detectable": None, "seeds": [0, 1], "problems": 200})
+    'GRPO > PPO in sampled pass@1: +5.0 [+1.0, +9.0] points, Holm p 0.012 (2 seeds x 200 problems).'
+    >>> tie = {"a": "dpo", "b": "orpo", "metric": "greedy", "mean": 0.01, "ci95": [-0.02, 0.04], "claimed": False,
+    ...        "p_holm": 1.0, "detectable": 0.042, "seeds": [0], "problems": 200}
+    >>> for part in sentence(tie).split("; "):
+    ...     print(part)
+    DPO and ORPO are not told apart in greedy accuracy: +1.0 [-2.0, +4.0] points, Holm p 1.000
+    the run could have detected 4.2 points (1 seed x 200 problems).
     """
     a, b, metric = row["a"].upper(), row["b"].upper(), METRICS[row["metric"]]
     n_seeds = len(row["seeds"])
     where = f"({n_seeds} seed{'s' if n_seeds > 1 else ''} x {row['problems']} problems)"
-    if not row["excludes_zero"]:
+    holm = f", Holm p {row['p_holm']:.3f}" if "p_holm" in row else ""
+    if not _claimed(row):
         interval = points(row["mean"], row["ci95"])
-        return f"{a} and {b} are not told apart in {metric}: {interval} points includes 0 {where}."
+        if "detectable" not in row:
+            return f"{a} and {b} are not told apart in {metric}: {interval} points includes 0 {where}."
+        detectable = f"the run could have detected {row['detectable'] * 100:.1f} points"
+        return f"{a} and {b} are not told apart in {metric}: {interval} points{holm}; {detectable} {where}."
     if row["mean"] < 0:
-        return f"{b} > {a} in {metric}: {points(row['mean'], row['ci95'], sign=-1)} points {where}."
-    return f"{a} > {b} in {metric}: {points(row['mean'], row['ci95'])} points {where}."
+        return f"{b} > {a} in {metric}: {points(row['mean'], row['ci95'], sign=-1)} points{holm} {where}."
+    return f"{a} > {b} in {metric}: {points(row['mean'], row['ci95'])} points{holm} {where}."
 
 
-def markdown(rows: list[dict]) -> list[str]:
+def markdown(rows: list[dict], title: str = "## Method against method") -> list[str]:
     """The table (A - B, both metrics) and, under it, one generated sentence per pair for the headline metric."""
     if not rows:
         return []
+    corrected = "p_holm" in rows[0]
     lines = [
-        "## Method against method",
+        title,
         "",
         "A - B on the same problems under the same seeds, in points; the 95% interval counts the seeds' and the "
         "problems' variance (two-way random effects, Satterthwaite degrees of freedom; one seed: a paired "
-        "t-interval over problems).",
+        "t-interval over problems)"
+        + (
+            ". 'claimed': Holm-adjusted p < 0.05 over the comparison's family (against the base and method against "
+            "method, both metrics); 'detectable': the smallest difference the run could have detected (80% power)."
+            if corrected
+            else "."
+        ),
         "",
-        "| A | B | sampled pass@1 A - B | excludes 0 | greedy A - B | excludes 0 |",
-        "|---|---|---|---|---|---|",
     ]
+    if corrected:
+        lines += [
+            "| A | B | sampled pass@1 A - B | Holm p | claimed | detectable | greedy A - B | Holm p | claimed "
+            "| detectable |",
+            "|---|---|---|---|---|---|---|---|---|---|",
+        ]
+    else:
+        lines += [
+            "| A | B | sampled pass@1 A - B | excludes 0 | greedy A - B | excludes 0 |",
+            "|---|---|---|---|---|---|",
+        ]
     by_pair = {}
     for row in rows:
         by_pair.setdefault((row["a"], row["b"]), {})[row["metric"]] = row
@@ -89,22 +88,36 @@ def markdown(rows: list[dict]) -> list[str]:
         cells = []
         for metric in METRICS:
             row = metrics[metric]
-            cells += [points(row["mean"], row["ci95"]), "yes" if row["excludes_zero"] else "no"]
+            if corrected:
+                detectable = "" if row["detectable"] is None else f"{row['detectable'] * 100:.1f}"
+                cells += [points(row["mean"], row["ci95"]), f"{row['p_holm']:.3f}", "yes" if row["claimed"] else "no"]
+                cells.append(detectable)
+            else:
+                cells += [points(row["mean"], row["ci95"]), "yes" if row["excludes_zero"] else "no"]
         lines.append(f"| {a} | {b} | " + " | ".join(cells) + " |")
     lines += ["", *(f"- {sentence(metrics['sampled'])}" for metrics in by_pair.values())]
     return lines
 
 
 def _against_base(entry: dict, run: dict) -> str:
-    said = {"gain": [], "lose": []}
+    said, unseen = {"gain": [], "lose": []}, {}
     for metric, name in METRICS.items():
+        if f"{metric}_vs_base_claimed" in entry:  # the Holm rule
+            if entry[f"{metric}_vs_base_claimed"]:
+                said["gain" if entry[f"{metric}_vs_base"] > 0 else "lose"].append(name)
+            else:
+                unseen[name] = f"{entry[f'{metric}_vs_base_detectable'] * 100:.1f}"
+            continue
         low, high = entry.get(f"{metric}_vs_base_ci95_seeds") or run[f"{metric}_vs_base_ci95"]
         if low > 0 or high < 0:
             said["gain" if low > 0 else "lose"].append(name)
     if not said["gain"] and not said["lose"]:
-        return "move{s} neither metric beyond noise"
+        seen = f" (could have detected {' and '.join(unseen.values())} points)" if unseen else ""
+        return "move{s} neither metric beyond noise" + seen
     parts = [f"{verb}{{s}} in {' and '.join(names)}" for verb, names in said.items() if names]
-    return " and ".join(parts) + ("" if sum(map(len, said.values())) == 2 else " only")
+    only = "" if sum(map(len, said.values())) == 2 else " only"
+    seen = "".join(f" ({name}: could have detected {points} points)" for name, points in unseen.items())
+    return " and ".join(parts) + only + seen
 
 
 def _names(methods: list[str]) -> str:
@@ -114,26 +127,30 @@ def _names(methods: list[str]) -> str:
 
 def what_holds(summary: dict) -> str:
     """The sentences under a published table, generated from its numbers (a test holds every README to them):
-    each method against the base (the seeds' 95% interval of the paired difference, as in the table), then every
-    pair of methods in each metric (the seeds x problems interval of `versus`): an order is claimed only where the
-    interval excludes zero.
+    each method against the base, then every pair of methods in each metric, as `sentence` claims them (Holm over
+    the family, and the detectable difference of each pair not told apart).
 
     >>> summary = {
+    ...     "rule": "seeds x problems, Holm over the family",
+    ...     "family_size": 6,
     ...     "methods": [
     ...         {"method": "base"},
-    ...         {"method": "grpo", "sampled_vs_base_ci95_seeds": [0.1, 0.2], "greedy_vs_base_ci95_seeds": [0.1, 0.3]},
-    ...         {"method": "orpo", "sampled_vs_base_ci95_seeds": [0, 0.02], "greedy_vs_base_ci95_seeds": [-0.2, -0.1]},
+    ...         {"method": "grpo", "sampled_vs_base": 0.15, "sampled_vs_base_claimed": True, "greedy_vs_base": 0.2,
+    ...          "greedy_vs_base_claimed": True},
+    ...         {"method": "orpo", "sampled_vs_base": 0.01, "sampled_vs_base_claimed": False,
+    ...          "sampled_vs_base_detectable": 0.021, "greedy_vs_base": -0.15, "greedy_vs_base_claimed": True},
     ...     ],
     ...     "runs": [{"method": "grpo"}, {"method": "orpo"}],
     ...     "versus": [
-    ...         {"a": "grpo", "b": "orpo", "metric": "sampled", "mean": 0.2, "excludes_zero": True},
-    ...         {"a": "grpo", "b": "orpo", "metric": "greedy", "mean": 0.3, "excludes_zero": True},
+    ...         {"a": "grpo", "b": "orpo", "metric": "sampled", "mean": 0.2, "claimed": True},
+    ...         {"a": "grpo", "b": "orpo", "metric": "greedy", "mean": 0.01, "claimed": False, "detectable": 0.035},
     ...     ],
     ... }
     >>> print(what_holds(summary))
-    Against the base (the paired difference per problem, the seeds' 95% interval): GRPO gains in sampled pass@1 and
-    greedy accuracy; ORPO loses in greedy accuracy only. Method against method (the seeds x problems interval): in
-    sampled pass@1 GRPO > ORPO; in greedy accuracy GRPO > ORPO.
+    Against the base (seeds x problems, the base's samples drawn again under each seed; Holm over the family of 6
+    differences): GRPO gains in sampled pass@1 and greedy accuracy; ORPO loses in greedy accuracy only (sampled pass@1:
+    could have detected 2.1 points). Method against method (the same rule): in sampled pass@1 GRPO > ORPO; in greedy
+    accuracy not told apart: GRPO and ORPO (could have detected 3.5 points).
     """
     groups = {}
     for entry in summary["methods"]:
@@ -150,15 +167,24 @@ def what_holds(summary: dict) -> str:
             continue
         beats, ties = {}, []
         for r in rows:
-            if r["excludes_zero"]:
+            if _claimed(r):
                 winner, loser = (r["a"], r["b"]) if r["mean"] > 0 else (r["b"], r["a"])
                 beats.setdefault(winner, []).append(loser)
             else:
-                ties.append(f"{r['a'].upper()} and {r['b'].upper()}")
+                seen = f" (could have detected {r['detectable'] * 100:.1f} points)" if "detectable" in r else ""
+                ties.append(f"{r['a'].upper()} and {r['b'].upper()}{seen}")
         said = [f"{w.upper()} > {', '.join(m.upper() for m in losers)}" for w, losers in beats.items()]
         said += [f"not told apart: {', '.join(ties)}"] if ties else []
         pairwise.append(f"in {name} " + "; ".join(said))
-    text = f"Against the base (the paired difference per problem, the seeds' 95% interval): {against_base}."
+    if "rule" in summary:
+        text = (
+            "Against the base (seeds x problems, the base's samples drawn again under each seed; Holm over the "
+            f"family of {summary['family_size']} differences): {against_base}."
+        )
+        rule = "the same rule"
+    else:  # published before the Holm rule
+        text = f"Against the base (the paired difference per problem, the seeds' 95% interval): {against_base}."
+        rule = "the seeds x problems interval"
     if pairwise:
-        text += " Method against method (the seeds x problems interval): " + "; ".join(pairwise) + "."
+        text += f" Method against method ({rule}): " + "; ".join(pairwise) + "."
     return textwrap.fill(text, width=116, break_on_hyphens=False)

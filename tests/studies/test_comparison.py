@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
+from core.report.stats import crossed_difference, detectable_difference
 from core.runs.metrics import first_last
-from studies.comparison.__main__ import main
+from studies.comparison.__main__ import from_scores, main
 from studies.comparison.published import against_published, read_published
 from studies.comparison.report import compute_lines, headline_table
-from studies.comparison.summary import aggregate
 from studies.comparison.versus import sentence, what_holds
 from studies.runner import METHODS, steps_for
 from tests.conftest import REPO_ROOT, run_main
@@ -39,14 +39,14 @@ FIELDS = (
 
 @pytest.mark.slow
 def test_writes_summary_table_and_plots(compare_results):
-    for name in ("summary.json", "settings.json", "summary.md"):
+    for name in ("summary.json", "settings.json", "summary.md", "per_problem.jsonl"):
         assert (compare_results / name).stat().st_size > 0, name
     for name in ("memory.png", "accuracy.png", "rewards.png", "compute.png"):
         data = (compare_results / name).read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5000, name
     summary = json.loads((compare_results / "summary.json").read_text())
     records = summary["runs"]
-    assert [(r["method"], r["seed"]) for r in records] == [("base", None), *((m, 0) for m in METHODS)]
+    assert [(r["method"], r["seed"]) for r in records] == [("base", 0), *((m, 0) for m in METHODS)]
     assert [a["method"] for a in summary["methods"]] == ["base", *METHODS]
     assert all(a["n_seeds"] == 1 and a["sampled_pass1_sd"] is None for a in summary["methods"])
     for record in records:
@@ -68,15 +68,36 @@ def test_writes_summary_table_and_plots(compare_results):
 
 
 @pytest.mark.slow
-def test_report_rewrites_summary_md_and_the_plots_from_the_json_alone(compare_results, tmp_path):
+def test_report_computes_every_number_again_from_the_per_problem_scores(compare_results, tmp_path):
     with pytest.raises(SystemExit, match="no summary.json and settings.json in"):
         main(["--profile", "tiny", "--out", str(tmp_path), "--report"])
-    for path in compare_results.glob("*.json"):  # summary, settings and a sweep's, if any
+    for path in [*compare_results.glob("*.json"), compare_results / "per_problem.jsonl"]:
         shutil.copy(path, tmp_path / path.name)
     main(["--profile", "tiny", "--out", str(tmp_path), "--report"])
-    assert (tmp_path / "summary.md").read_text() == (compare_results / "summary.md").read_text()
+    for name in ("summary.json", "summary.md"):  # byte for byte
+        assert (tmp_path / name).read_bytes() == (compare_results / name).read_bytes(), name
     for name in ("memory.png", "accuracy.png", "rewards.png", "compute.png"):
         assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", name
+    # the numbers come from the scores: ORPO's every sample right, and its accuracy, difference and claim follow
+    lines = [json.loads(line) for line in (tmp_path / "per_problem.jsonl").read_text().splitlines()]
+    for line in lines:
+        if line["method"] == "orpo":
+            line["sampled_passes"] = line["samples"]
+    (tmp_path / "per_problem.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    main(["--profile", "tiny", "--out", str(tmp_path), "--report"])
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    orpo = next(a for a in summary["methods"] if a["method"] == "orpo")
+    base = next(a for a in summary["methods"] if a["method"] == "base")
+    assert orpo["sampled_pass1"] == 1.0 and orpo["sampled_pass1_ci95"][1] == 1.0
+    assert orpo["sampled_vs_base"] == pytest.approx(1.0 - base["sampled_pass1"])
+    assert orpo["sampled_vs_base_claimed"] and orpo["beats_base"]
+    assert what_holds(summary) in (tmp_path / "summary.md").read_text()
+    (tmp_path / "per_problem.jsonl").write_text('{"method": "orpo", "seed": 0}\n')
+    with pytest.raises(
+        SystemExit,
+        match=r"per_problem.jsonl:1: not a per-problem score \(no problem, greedy, sampled_passes, samples\)",
+    ):
+        main(["--profile", "tiny", "--out", str(tmp_path), "--report"])
 
 
 def per_problem(eval_file, problems: int) -> dict:
@@ -90,22 +111,33 @@ def per_problem(eval_file, problems: int) -> dict:
 
 
 @pytest.mark.slow
-def test_method_against_method_is_the_paired_difference_of_the_evaluations(compare_results):
+def test_every_difference_is_the_paired_difference_of_the_evaluations_corrected_as_one_family(compare_results):
     summary = json.loads((compare_results / "summary.json").read_text())
-    scores = {m: per_problem(compare_results / f"eval_{m}-seed0.jsonl", 24) for m in METHODS}
+    scores = {m: per_problem(compare_results / f"eval_{m}-seed0.jsonl", 24) for m in ("base", *METHODS)}
     rows = summary["versus"]
     pairs = [(a, b) for i, a in enumerate(METHODS) for b in METHODS[i + 1 :]]
     assert [(r["a"], r["b"]) for r in rows] == [pair for pair in pairs for _ in range(2)]
+    assert [(r["a"], r["b"]) for r in summary["against_base"]] == [(m, "base") for m in METHODS for _ in range(2)]
+    family = summary["against_base"] + rows
+    assert summary["family_size"] == len(family) == 30
     table = (compare_results / "summary.md").read_text()
-    assert "## Method against method" in table
-    for row in rows:
+    assert "## Method against method" in table and "## Against the base" in table
+    for row in family:
         diffs = [x - y for x, y in zip(scores[row["a"]][row["metric"]], scores[row["b"]][row["metric"]], strict=True)]
         assert abs(row["mean"] - sum(diffs) / 24) < 1e-12 and row["seeds"] == [0] and row["problems"] == 24
         low, high = row["ci95"]
         assert low <= row["mean"] <= high and row["excludes_zero"] == (low > 0 or high < 0)
-        if row["metric"] == "sampled":  # the sentence under the table, and it claims an order only with evidence
+        # Holm over the 30: never less than the row's own p, at most 30 times it; a claim needs adjusted p < 0.05
+        assert row["p"] <= row["p_holm"] <= min(1.0, 30 * row["p"]) + 1e-12
+        assert row["claimed"] == (row["p_holm"] < 0.05 and row["excludes_zero"])
+        assert (row["detectable"] is None) == row["claimed"]
+        if not row["claimed"]:  # 80% power at the level its Holm step tested it (zero where the scores never differ)
+            expected = detectable_difference(row["se"], row["df"], row["level"])
+            assert row["detectable"] == pytest.approx(expected) and row["detectable"] >= 0
+        if row["metric"] == "sampled" and row["b"] != "base":  # the sentence under the table claims only with evidence
             said = sentence(row)
-            assert f"- {said}" in table and (" > " in said) == row["excludes_zero"]
+            assert f"- {said}" in table and (" > " in said) == row["claimed"]
+            assert ("could have detected" in said) == (not row["claimed"])
 
 
 def test_a_rerun_is_printed_against_the_published_table():
@@ -202,66 +234,44 @@ def test_accuracy_against_compute_is_measured_at_each_checkpoint_on_validation(c
     assert settings["validation"].endswith("validation.jsonl") and settings["seeds"] == 1
 
 
-def run_record(method, seed, sampled, greedy, sampled_diff, greedy_diff, seconds):
-    return {
-        "method": method,
-        "seed": seed,
-        "sampled_pass1": sampled,
-        "greedy_accuracy": greedy,
-        "sampled_pass1_ci95": [sampled - 0.05, sampled + 0.05],
-        "greedy_ci95": [greedy - 0.1, greedy + 0.1],
-        "sampled_vs_base": sampled_diff,
-        "greedy_vs_base": greedy_diff,
-        "clipped_share": 0.0,
-        "sampled_vs_base_ci95": [sampled_diff - 0.04, sampled_diff + 0.04],
-        "greedy_vs_base_ci95": [greedy_diff - 0.05, greedy_diff + 0.05],
-        "peak_memory_mb": 600.0 + seed,
-        "train_seconds": seconds,
-        "seconds_per_step": seconds / 40,
-        "samples_per_second": 2560 / seconds,
-        "reward_seconds": 0.0,
-        "reward_share": 0.0,
-        "completion_length_mean": 50.0,
-        "estimated_gb": 0.07,
-        "training_clipped_share": None,
-        "models_in_memory": 1,
-        "trainable_params": 131072,
-        "train_steps": 40,
-        "samples": 2560,
-    }
+def measured(method: str, seed: int, seconds: float | None) -> dict:
+    record = {"method": method, "seed": seed, "completion_length_mean": 50.0, "completion_length_base": 48.0}
+    record["clipped_share"] = 0.0
+    if seconds is not None:
+        record |= {"peak_memory_mb": 600.0 + seed, "train_seconds": seconds, "seconds_per_step": seconds / 40}
+        record |= {"reward_first": 0.5, "reward_last": 0.7, "models_in_memory": 1, "samples": 2560}
+    return record
 
 
-def test_aggregates_over_seeds_match_a_hand_computation():
-    base = {
-        "method": "base",
-        "seed": None,
-        "sampled_pass1": 0.70,
-        "greedy_accuracy": 0.80,
-        "sampled_pass1_ci95": [0.66, 0.74],
-        "greedy_ci95": [0.74, 0.85],
-        "clipped_share": 0.01,
-    }
-    runs = [
-        base,
-        run_record("grpo", 0, 0.90, 0.94, 0.20, 0.14, 200.0),
-        run_record("grpo", 1, 0.86, 0.90, 0.16, 0.10, 220.0),
-        run_record("grpo", 2, 0.88, 0.95, 0.18, 0.15, 210.0),
-    ]
-    methods = {a["method"]: a for a in aggregate(runs)}
-    grpo = methods["grpo"]
-    # by hand: mean 0.88, sd = sqrt(((0.02)^2 + (0.02)^2 + 0) / 2) = 0.02, half-width = 4.303 * 0.02 / sqrt(3)
-    assert grpo["n_seeds"] == 3 and grpo["seeds"] == [0, 1, 2]
-    assert grpo["sampled_pass1"] == pytest.approx(0.88) and grpo["sampled_pass1_sd"] == pytest.approx(0.02)
-    assert grpo["sampled_pass1_ci95_seeds"] == pytest.approx([0.88 - 0.049687, 0.88 + 0.049687], abs=1e-6)
-    assert grpo["greedy_accuracy"] == pytest.approx(0.93) and grpo["greedy_accuracy_sd"] == pytest.approx(
-        0.026458, abs=1e-6
-    )
-    assert grpo["sampled_vs_base"] == pytest.approx(0.18)
-    assert grpo["sampled_vs_base_ci95_seeds"] == pytest.approx([0.18 - 0.049687, 0.18 + 0.049687], abs=1e-6)
-    assert grpo["beats_base"] and not grpo["flag_clipped"]
-    assert grpo["train_seconds"] == pytest.approx(210.0) and grpo["peak_memory_mb"] == pytest.approx(601.0)
-    assert methods["base"]["n_seeds"] == 1 and methods["base"]["sampled_pass1_ci95_seeds"] is None
-    assert methods["base"]["accuracy_ci95"] == [0.66, 0.74]  # one run: its own interval
+def test_every_statistic_comes_from_the_per_problem_scores_as_a_hand_computation_says():
+    # three seeds x 4 problems; the base drawn again under each seed, GRPO better on every seed
+    base = [[0.5, 0.5, 0.0, 1.0], [0.5, 0.0, 0.0, 1.0], [0.5, 0.5, 0.5, 1.0]]
+    grpo = [[1.0, 1.0, 0.5, 1.0], [1.0, 0.5, 0.5, 1.0], [1.0, 1.0, 0.5, 1.0]]
+    scores = {}
+    for seed in range(3):
+        scores[("base", seed)] = {"greedy": [1, 0, 0, 1], "sampled": base[seed], "samples": 2}
+        scores[("grpo", seed)] = {"greedy": [1, 1, 0, 1], "sampled": grpo[seed], "samples": 2}
+    records = [measured("base", s, None) for s in range(3)] + [measured("grpo", s, 200.0 + 10 * s) for s in range(3)]
+    summary = from_scores(records, scores, ["grpo"], None)
+    methods = {a["method"]: a for a in summary["methods"]}
+    g = methods["grpo"]
+    # by hand: seed means 0.875, 0.75, 0.875 -> mean 0.8333, sd over seeds 0.0722
+    assert g["n_seeds"] == 3 and g["sampled_pass1"] == pytest.approx(0.8333, abs=1e-4)
+    assert g["sampled_pass1_sd"] == pytest.approx(0.0722, abs=1e-4)
+    assert 0 <= g["sampled_pass1_ci95"][0] < g["sampled_pass1"] < g["sampled_pass1_ci95"][1] <= 1
+    expected = crossed_difference(grpo, base)
+    assert g["sampled_vs_base"] == pytest.approx(expected["mean"])
+    assert g["sampled_vs_base_ci95"] == pytest.approx(expected["ci95"])
+    # a family of two (sampled and greedy against the base): Holm doubles the smaller p
+    rows = {r["metric"]: r for r in summary["against_base"]}
+    smaller = min(rows.values(), key=lambda r: r["p"])
+    assert summary["family_size"] == 2 and smaller["p_holm"] == pytest.approx(min(1.0, 2 * smaller["p"]))
+    assert g["beats_base"] == (rows["sampled"]["claimed"] and rows["sampled"]["mean"] > 0)
+    assert g["train_seconds"] == pytest.approx(210.0) and g["peak_memory_mb"] == pytest.approx(601.0)
+    assert methods["base"]["n_seeds"] == 3 and methods["base"]["sampled_pass1"] == pytest.approx(0.5)
+    # each run against the base drawn under its own seed
+    run = next(r for r in summary["runs"] if (r["method"], r["seed"]) == ("grpo", 1))
+    assert run["sampled_vs_base"] == pytest.approx((0.5 + 0.5 + 0.5 + 0) / 4)
 
 
 @pytest.mark.slow
