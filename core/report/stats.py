@@ -188,3 +188,26 @@ def crossed_share(scores: list[list[float]], samples_per_score: int = 1) -> dict
     trials = len(scores) * len(scores[0]) * samples_per_score
     ci = share_interval(spread["mean"], spread["se"], spread["df"], trials)
     return {"mean": spread["mean"], "ci95": ci, "se": spread["se"], "df": spread["df"]}
+
+
+def one_family(rows: list[dict], alpha: float = ALPHA) -> list[dict]:
+    """Rows of differences (mean, 95% interval, degrees of freedom, and `se` or an interval to read it from) as one
+    family of claims: each gets its two-sided p, Holm's adjusted p, `claimed` (adjusted p below `alpha`), the level its
+    Holm step tested it at, and, where not claimed, the smallest difference the run could have detected at that level
+    with 80% power. Intervals are recomputed from the standard error with the exact t quantile.
+
+    >>> rows = one_family([{"mean": 0.1, "se": 0.02, "df": 100}, {"mean": 0.01, "se": 0.02, "df": 100}])
+    >>> [(r["claimed"], r["detectable"] is None) for r in rows]
+    [(True, True), (False, False)]
+    """
+    updated = []
+    for row in rows:
+        se = standard_error(row)
+        half = t95(row["df"]) * se
+        ci = [row["mean"] - half, row["mean"] + half]
+        updated.append(row | {"se": se, "ci95": ci, "p": p_value(row["mean"], se, row["df"])})
+    for row, corrected in zip(updated, holm([r["p"] for r in updated], alpha), strict=True):
+        row |= {"p_holm": corrected["p_holm"], "claimed": corrected["rejected"], "level": corrected["level"]}
+        row["excludes_zero"] = row["ci95"][0] > 0 or row["ci95"][1] < 0
+        row["detectable"] = None if row["claimed"] else detectable_difference(row["se"], row["df"], row["level"])
+    return updated

@@ -7,7 +7,7 @@ the run could have detected (80% power, at the level its Holm step tested it).""
 
 from itertools import combinations
 
-from core.report.stats import crossed_difference, crossed_share, detectable_difference, holm
+from core.report.stats import crossed_difference, crossed_share, one_family
 
 METRICS = {"sampled": "sampled pass@1", "greedy": "greedy accuracy"}
 RULE = "seeds x problems, Holm over the family"
@@ -43,13 +43,8 @@ def infer(scores: dict, methods: list[str]) -> dict:
     against_base = [difference(scores, m, "base", metric) for m in trained for metric in METRICS]
     versus = [difference(scores, a, b, metric) for a, b in combinations(trained, 2) for metric in METRICS]
     against_base, versus = [r for r in against_base if r], [r for r in versus if r]
-    family = against_base + versus
-    for row, corrected in zip(family, holm([r["p"] for r in family]), strict=True):
-        row |= corrected
-        row["claimed"] = corrected["rejected"]
-        row["excludes_zero"] = row["ci95"][0] > 0 or row["ci95"][1] < 0
-        row["detectable"] = None if row["claimed"] else detectable_difference(row["se"], row["df"], row["level"])
-        del row["rejected"]
+    family = one_family(against_base + versus)
+    against_base, versus = family[: len(against_base)], family[len(against_base) :]
     return {
         "rule": RULE,
         "family_size": len(family),

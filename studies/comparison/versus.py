@@ -19,6 +19,24 @@ def points(mean: float, ci, sign: int = 1) -> str:
     return f"{sign * mean * 100:+.1f} [{low:+.1f}, {high:+.1f}]"
 
 
+def detectable(difference: float) -> str:
+    """The smallest difference a run could have detected, in points (a share moves at most 100).
+
+    >>> detectable(0.042), detectable(5.45)
+    ('4.2 points', 'no difference up to 100 points')
+    """
+    return f"{difference * 100:.1f} points" if difference <= 1 else "no difference up to 100 points"
+
+
+def adjusted(p: float) -> str:
+    """A Holm-adjusted p as the sentences print it.
+
+    >>> adjusted(0.0123), adjusted(0.00001)
+    ('0.012', '< 0.001')
+    """
+    return "< 0.001" if p < 0.001 else f"{p:.3f}"
+
+
 def _claimed(row: dict) -> bool:
     return row["claimed"] if "claimed" in row else row["excludes_zero"]
 
@@ -39,13 +57,13 @@ def sentence(row: dict) -> str:
     a, b, metric = row["a"].upper(), row["b"].upper(), METRICS[row["metric"]]
     n_seeds = len(row["seeds"])
     where = f"({n_seeds} seed{'s' if n_seeds > 1 else ''} x {row['problems']} problems)"
-    holm = f", Holm p {row['p_holm']:.3f}" if "p_holm" in row else ""
+    holm = f", Holm p {adjusted(row['p_holm'])}" if "p_holm" in row else ""
     if not _claimed(row):
         interval = points(row["mean"], row["ci95"])
         if "detectable" not in row:
             return f"{a} and {b} are not told apart in {metric}: {interval} points includes 0 {where}."
-        detectable = f"the run could have detected {row['detectable'] * 100:.1f} points"
-        return f"{a} and {b} are not told apart in {metric}: {interval} points{holm}; {detectable} {where}."
+        seen = f"the run could have detected {detectable(row['detectable'])}"
+        return f"{a} and {b} are not told apart in {metric}: {interval} points{holm}; {seen} {where}."
     if row["mean"] < 0:
         return f"{b} > {a} in {metric}: {points(row['mean'], row['ci95'], sign=-1)} points{holm} {where}."
     return f"{a} > {b} in {metric}: {points(row['mean'], row['ci95'])} points{holm} {where}."
@@ -89,9 +107,9 @@ def markdown(rows: list[dict], title: str = "## Method against method") -> list[
         for metric in METRICS:
             row = metrics[metric]
             if corrected:
-                detectable = "" if row["detectable"] is None else f"{row['detectable'] * 100:.1f}"
-                cells += [points(row["mean"], row["ci95"]), f"{row['p_holm']:.3f}", "yes" if row["claimed"] else "no"]
-                cells.append(detectable)
+                seen = "" if row["detectable"] is None else detectable(row["detectable"])
+                cells += [points(row["mean"], row["ci95"]), adjusted(row["p_holm"]), "yes" if row["claimed"] else "no"]
+                cells.append(seen)
             else:
                 cells += [points(row["mean"], row["ci95"]), "yes" if row["excludes_zero"] else "no"]
         lines.append(f"| {a} | {b} | " + " | ".join(cells) + " |")
@@ -106,17 +124,17 @@ def _against_base(entry: dict, run: dict) -> str:
             if entry[f"{metric}_vs_base_claimed"]:
                 said["gain" if entry[f"{metric}_vs_base"] > 0 else "lose"].append(name)
             else:
-                unseen[name] = f"{entry[f'{metric}_vs_base_detectable'] * 100:.1f}"
+                unseen[name] = detectable(entry[f"{metric}_vs_base_detectable"])
             continue
         low, high = entry.get(f"{metric}_vs_base_ci95_seeds") or run[f"{metric}_vs_base_ci95"]
         if low > 0 or high < 0:
             said["gain" if low > 0 else "lose"].append(name)
     if not said["gain"] and not said["lose"]:
-        seen = f" (could have detected {' and '.join(unseen.values())} points)" if unseen else ""
+        seen = f" (could have detected {' and '.join(unseen.values())})" if unseen else ""
         return "move{s} neither metric beyond noise" + seen
     parts = [f"{verb}{{s}} in {' and '.join(names)}" for verb, names in said.items() if names]
     only = "" if sum(map(len, said.values())) == 2 else " only"
-    seen = "".join(f" ({name}: could have detected {points} points)" for name, points in unseen.items())
+    seen = "".join(f" ({name}: could have detected {shown})" for name, shown in unseen.items())
     return " and ".join(parts) + only + seen
 
 
@@ -171,7 +189,7 @@ def what_holds(summary: dict) -> str:
                 winner, loser = (r["a"], r["b"]) if r["mean"] > 0 else (r["b"], r["a"])
                 beats.setdefault(winner, []).append(loser)
             else:
-                seen = f" (could have detected {r['detectable'] * 100:.1f} points)" if "detectable" in r else ""
+                seen = f" (could have detected {detectable(r['detectable'])})" if "detectable" in r else ""
                 ties.append(f"{r['a'].upper()} and {r['b'].upper()}{seen}")
         said = [f"{w.upper()} > {', '.join(m.upper() for m in losers)}" for w, losers in beats.items()]
         said += [f"not told apart: {', '.join(ties)}"] if ties else []

@@ -1,10 +1,11 @@
-"""What a study writes from its numbers (studies.grid.engine's summary.json and settings.json): the provenance line,
-the cells' table, each cell against its reference in words (an order only where the seeds x problems interval excludes
-zero), and accuracy against drift as a plot."""
+"""What a study writes from its numbers (studies.grid.engine's summary.json and settings.json, under its rules): the
+provenance line, the cells' table, each cell against its reference in words (an order only where the seeds x problems
+difference survives Holm's correction over the study's family; otherwise the smallest difference the study could have
+detected), and accuracy against drift as a plot."""
 
 from pathlib import Path
 
-from studies.comparison.versus import points
+from studies.comparison.versus import adjusted, detectable, points
 
 
 def provenance(settings: dict) -> str:
@@ -64,19 +65,31 @@ def table(summary: dict, columns: tuple[tuple[str, str, str], ...] = ()) -> str:
 SMALL_DIFFERENCE, SEEDS_FOR_SMALL = 0.03, 5
 
 
+def family_line(summary: dict) -> str:
+    """How the sentences below a study's table decide, with the size of its family."""
+    return (
+        f"An order is claimed only where its seeds x problems difference survives Holm's correction over the study's "
+        f"{summary['family_size']} differences (every cell against its reference, sampled pass@1 and greedy); a pair "
+        "not told apart gives the smallest difference the study could have detected (80% power). Intervals of "
+        "shares stay within [0, 100]%."
+    )
+
+
 def against_reference(summary: dict, metric: str = "sampled") -> list[str]:
     """One sentence per cell that is not a reference: better, worse, or not told apart, in points with the seeds x
-    problems interval; an order only where the interval excludes zero, and said to want more seeds where it is
-    below 3 points on fewer than 5."""
+    problems interval and the Holm-adjusted p; an order only where it is claimed, and said to want more seeds where it
+    is below 3 points on fewer than 5; a pair not told apart with the difference the study could have detected. The
+    sampled sentences open with how they decide (`family_line`)."""
     name = {"sampled": "sampled pass@1", "greedy": "greedy accuracy"}[metric]
-    lines = []
+    lines = [family_line(summary)] if metric == "sampled" else []
     for c in summary["cells"]:
         row = c.get(f"{metric}_vs_reference")
         if row is None:
             continue
-        interval = f"{points(row['mean'], row['ci95'])} points"
-        if not row["excludes_zero"]:
-            lines.append(f"{c['cell']} and {c['reference_cell']} are not told apart in {name}: {interval}.")
+        interval = f"{points(row['mean'], row['ci95'])} points, Holm p {adjusted(row['p_holm'])}"
+        if not row["claimed"]:
+            seen = f"could have detected {detectable(row['detectable'])}"
+            lines.append(f"{c['cell']} and {c['reference_cell']} are not told apart in {name}: {interval}; {seen}.")
             continue
         verb = "beats" if row["mean"] > 0 else "falls below"
         seeds = len({r["seed"] for r in summary["runs"] if r["cell"] == c["cell"]})
@@ -106,11 +119,11 @@ def seed_spread(summary: dict, wide: float = 0.10) -> list[str]:
 
 def versus(cell: dict, metric: str = "sampled") -> str:
     """A cell against its reference in a few words: the points with the seeds x problems interval, and whether the
-    interval excludes zero."""
+    difference is claimed under Holm (else what the study could have detected)."""
     row = cell.get(f"{metric}_vs_reference")
     if row is None:
         return "the reference"
-    said = "beyond noise" if row["excludes_zero"] else "not told apart"
+    said = "beyond noise" if row["claimed"] else f"not told apart, could have detected {detectable(row['detectable'])}"
     return f"{points(row['mean'], row['ci95'])} points vs {cell['reference_cell']}, {said}"
 
 

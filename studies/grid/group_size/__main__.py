@@ -84,7 +84,7 @@ def memory_at_7b() -> dict:
 
 def told_apart(own: list[dict]) -> str:
     """The cells of a group told apart from their reference in sampled pass@1, with the points; or that none is."""
-    apart = [c for c in own if (c.get("sampled_vs_reference") or {}).get("excludes_zero")]
+    apart = [c for c in own if (c.get("sampled_vs_reference") or {}).get("claimed")]
     if not apart:
         return f"no k told apart from {own[0]['reference_cell'] or own[0]['cell']}"
     return (
