@@ -40,9 +40,15 @@ class PPOScriptArguments(RunArguments, RewardWeightArguments, RewardArguments, P
     Args:
         use_reward_model: score with PPOConfig's reward_model_path (a sequence-classification model), not with the
             reward functions.
+        value_learning_rate: the critic's own learning rate (TRL 1.12 has one optimizer, one rate, over policy and
+            critic; a fresh score head may want another); default: learning_rate.
     """
 
     use_reward_model: bool = field(default=False, metadata={"help": "score with reward_model_path, not functions"})
+    value_learning_rate: float | None = field(
+        default=None,
+        metadata={"help": "the critic's own learning rate (its LoRA and score head); default: learning_rate"},
+    )
 
 
 def preflight(
@@ -145,6 +151,7 @@ def main(
         callbacks=run_callbacks(run, script_args, rewards.ledger)
         + heldout_callbacks(run, heldout_args, tokenizer, own),
         resume_from=run.resume,
+        value_learning_rate=script_args.value_learning_rate,
         run=run,
     )
     trainer.train()

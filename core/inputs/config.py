@@ -113,9 +113,10 @@ def check_settings(*configs, sources: Sources) -> None:
     ranges of RANGES (LoRA's only where LoRA is on; DPO's beta must be > 0, since beta 0 leaves no gradient)."""
     problems = []
     for config in configs:
-        rate = getattr(config, "learning_rate", None)
-        if rate is not None and rate <= 0:
-            problems.append(f"learning_rate {rate:g} (from {sources.of('learning_rate')}) must be > 0")
+        for key in ("learning_rate", "value_learning_rate"):
+            rate = getattr(config, key, None)
+            if rate is not None and rate <= 0:
+                problems.append(f"{key} {rate:g} (from {sources.of(key)}) must be > 0")
         if getattr(config, "max_steps", None) == 0 and "max_steps" in sources:
             problems.append(
                 f"max_steps 0 (from {sources.of('max_steps')}) would train a full epoch; give a positive "

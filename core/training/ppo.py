@@ -108,7 +108,8 @@ class _RestoreProgress(TrainerCallback):
 class ResumablePPOTrainer(PPOTrainer):
     VALUE_FILE = "value_model.safetensors"
 
-    def __init__(self, *args, resume_from: str | None = None, **kwargs):
+    def __init__(self, *args, resume_from: str | None = None, value_learning_rate: float | None = None, **kwargs):
+        self.value_learning_rate = value_learning_rate  # read by create_optimizer, which TRL's __init__ calls
         super().__init__(*args, **kwargs)
         done = 0
         if resume_from:
@@ -135,6 +136,17 @@ class ResumablePPOTrainer(PPOTrainer):
         # LoRA leaves transformers' no-weight-decay group empty; DeepSpeed drops empty groups when it wraps the
         # optimizer, after TRL's PPO has made the scheduler from it, and torch's scheduler then has one rate too many
         optimizer.param_groups[:] = [group for group in optimizer.param_groups if group["params"]]
+        if self.value_learning_rate is not None:
+            # TRL 1.12 trains policy and critic with one optimizer at one rate; a fresh critic head often wants its
+            # own: its parameters move to groups of their own at value_learning_rate (the schedule scales both)
+            critic = {id(p) for p in self.model.value_model.parameters()}
+            groups = []
+            for group in optimizer.param_groups:
+                policy = [p for p in group["params"] if id(p) not in critic]
+                value = [p for p in group["params"] if id(p) in critic]
+                groups += [group | {"params": policy}] if policy else []
+                groups += [group | {"params": value, "lr": self.value_learning_rate}] if value else []
+            optimizer.param_groups[:] = groups
         return optimizer
 
     def save_model(self, output_dir: str | None = None, _internal_call: bool = False):

@@ -135,3 +135,26 @@ def test_two_steps_on_the_tiny_code_world_score_through_the_adapter_in_the_sandb
     spent = json.loads((out / "cost.json").read_text())["reward_time"]
     assert spent["code_tests"]["completions"] == 2 * 8 and spent["code_format"]["calls"] == 2
     assert_run_summary(out, "ppo", capsys.readouterr().out)
+
+
+def test_the_critic_trains_at_its_own_learning_rate_when_given_one(tiny_world, tmp_path):
+    """value_learning_rate moves the critic's LoRA and score head to optimizer groups of their own at that rate (the
+    schedule scales both alike); the policy's adapter stays at learning_rate. Without it, one rate for both, as TRL."""
+    trainer = run_recipe(
+        ppo,
+        "recipes/configs/tiny/ppo.yaml",
+        *("--max_steps", "1", "--learning_rate", "5e-4", "--value_learning_rate", "2e-3"),
+        *("--lr_scheduler_type", "constant", "--output_dir", str(tmp_path / "run"), "--heldout_limit", "0"),
+    )
+    critic = {id(p) for p in trainer.model.value_model.parameters() if p.requires_grad}
+    policy = {id(p) for p in trainer.model.policy.parameters() if p.requires_grad}
+    rates = {}
+    for group in trainer.optimizer.param_groups:
+        owners = {"critic" if id(p) in critic else "policy" if id(p) in policy else "other" for p in group["params"]}
+        assert len(owners) == 1, owners  # no group mixes the two
+        rates.setdefault(owners.pop(), set()).add(group["lr"])
+    assert rates == {"policy": {5e-4}, "critic": {2e-3}}
+    trained = sum(len(g["params"]) for g in trainer.optimizer.param_groups)
+    assert trained == len(critic) + len(policy)  # every trainable parameter, once
+    with pytest.raises(SystemExit, match=r"value_learning_rate -1 \(from the command line\) must be > 0"):
+        run_recipe(ppo, "recipes/configs/tiny/ppo.yaml", "--value_learning_rate", "-1", "--output_dir", str(tmp_path))
