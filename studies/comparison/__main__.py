@@ -117,6 +117,11 @@ def main(argv=None):
         "--learning_rates", type=float, nargs="+", help="the sweep's grid for every method (default: SWEEP_GRID)"
     )
     parser.add_argument("--validation_k", type=int, default=4, help="samples per validation problem")
+    parser.add_argument("--sweep_seeds", type=int, default=2, help="seeds per sweep point")
+    parser.add_argument("--sweep_extend", type=int, default=2, help="times a grid may grow past a winning edge")
+    parser.add_argument(
+        "--key_points", type=int, default=3, help="points of each method's own key at its chosen rate (0: none)"
+    )
     add_precision_argument(parser)
     parser.add_argument("--out", help="default results/compare/<profile>")
     parser.add_argument(
@@ -164,13 +169,25 @@ def main(argv=None):
             raise SystemExit(f"--profile {args.profile} has no validation split to sweep on")
         grid = {m: args.learning_rates or SWEEP_GRID[m] for m in args.methods}
         results = sweep(
-            args.profile, prompts, out, args.methods, grid, validation, args.validation_k, limit, load_in_4bit=in_4bit
+            args.profile,
+            prompts,
+            out,
+            args.methods,
+            grid,
+            validation,
+            args.validation_k,
+            limit,
+            load_in_4bit=in_4bit,
+            seeds=args.sweep_seeds,
+            extend=args.sweep_extend,
+            key_points=args.key_points,
         )
         for row in results:
-            if row["chosen"]:
+            if row["chosen"] and row["method"] in args.methods:
+                edge = " (at the grid's edge)" if row.get("at_edge") else ""
                 print(
-                    f"[sweep] {row['method']}: learning_rate {row['learning_rate']:g} (validation sampled pass@1 "
-                    f"{row['validation_sampled_pass1']:.3f})"
+                    f"[sweep] {row['method']}: {row['key']} {row['value']:g}{edge} (validation sampled pass@1 "
+                    f"{row['validation_sampled_pass1']:.3f} over {len(row['seeds'])} seeds)"
                 )
         print(f"[sweep] wrote {out}/sweep.json, sweep.png in {time.time() - start:.0f} s")
         return results

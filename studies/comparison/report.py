@@ -160,16 +160,19 @@ def write_markdown(summary: dict, settings: dict, path: Path, sweep: list | None
     if sweep:
         lines += [
             "",
-            "## Learning-rate sweep (validation split)",
+            "## Sweep (validation split)",
             "",
-            "| method | learning rate | validation sampled pass@1 | chosen |",
-            "|---|---|---|---|",
+            "| method | key | value | learning rate | validation sampled pass@1 | seeds | chosen |",
+            "|---|---|---|---|---|---|---|",
         ]
-        lines += [
-            f"| {row['method']} | {row['learning_rate']:g} "
-            f"| {pct(row['validation_sampled_pass1'], row['ci95'])} | {'yes' if row['chosen'] else ''} |"
-            for row in sweep
-        ]
+        for row in sweep:
+            key, value = row.get("key", "learning_rate"), row.get("value", row["learning_rate"])
+            seeds = ", ".join(f"{v:.1%}" for v in row["per_seed"]) if "per_seed" in row else "1"
+            chosen = ("yes, at the grid's edge" if row.get("at_edge") else "yes") if row["chosen"] else ""
+            lines.append(
+                f"| {row['method']} | {key} | {value:g} | {row['learning_rate']:g} "
+                f"| {pct(row['validation_sampled_pass1'], row['ci95'])} | {seeds} | {chosen} |"
+            )
     lines += [
         "",
         "Peak memory is measured in each method's own process: "

@@ -1,10 +1,16 @@
-"""`make sweep`: each method's learning rate from a small grid, chosen on the validation split (never the held-out
-test); writes sweep.json and sweep.png."""
+"""`make sweep`: every method tuned the same way, on the validation split (never the held-out test). First its learning
+rate over a grid, every point at `seeds` seeds (each seed its own pairs for DPO, IPO and ORPO, as in the comparison);
+a grid whose best point is at an edge is extended one step past that edge, at most `extend` times, and a best point
+still at an edge is recorded as such. Then, at the chosen rate, each method's own key at `key_points` points around
+its config's value (DPO, IPO and ORPO beta; PPO kl_coef and the critic's own learning rate; GRPO's beta has its own
+study). The best mean over seeds is chosen. Writes sweep.json (one row per method, key and value: every seed's
+number, the mean with its bounded interval, the commit and CPU it ran on) and sweep.png."""
 
 import json
 from pathlib import Path
 
 from core.evaluation.benchmarks import TASKS, load_task_data
+from core.report.stats import share_over_seeds
 from core.runs.provenance import commit, cpu
 from studies.runner import (
     METHODS,
@@ -17,6 +23,77 @@ from studies.runner import (
     train_all,
 )
 
+# Each method's own key, swept at its chosen learning rate; PPO's critic rate is centred on the policy's.
+KEYS = {"ppo": ("kl_coef", "value_learning_rate"), "dpo": ("beta",), "ipo": ("beta",), "orpo": ("beta",)}
+KEY_STEP = 3.0  # a key's points: its config's value times KEY_STEP ** -1, 0, 1
+
+
+def key_grid(centre: float, points: int) -> list[float]:
+    """`points` values around `centre`, KEY_STEP apart.
+
+    >>> key_grid(0.1, 3)
+    [0.0333, 0.1, 0.3]
+    """
+    half = points // 2
+    return [float(f"{centre * KEY_STEP**i:.3g}") for i in range(-half, points - half)]
+
+
+def past_the_edge(values: list[float], best: float) -> float | None:
+    """The next grid point past `best` when it is at an edge of `values` (sorted), one grid step further on a log
+    scale; None when `best` is inside.
+
+    >>> past_the_edge([5e-5, 1e-4, 5e-4], 5e-5), past_the_edge([5e-5, 1e-4, 5e-4], 1e-4)
+    (2.5e-05, None)
+    >>> past_the_edge([2e-4, 5e-4, 1e-3], 1e-3)
+    0.002
+    """
+    if best == values[0]:
+        return float(f"{values[0] * values[0] / values[1]:.3g}")
+    if best == values[-1]:
+        return float(f"{values[-1] * values[-1] / values[-2]:.3g}")
+    return None
+
+
+def tune(measure, values: list[float], rounds: int) -> list[dict]:
+    """`measure(value)` (a sweep.json row) at each of `values`; while the best is at an edge, one more point past it,
+    at most `rounds` times. The best row is `chosen`, and `at_edge` where it still is at one."""
+    done = {}
+    values = sorted(values)
+    for round_ in range(rounds + 1):
+        for value in values:
+            if value not in done:
+                done[value] = measure(value)
+        best = max(done.values(), key=lambda r: r["validation_sampled_pass1"])["value"]
+        further = past_the_edge(values, best)
+        if further is None or round_ == rounds:
+            break
+        values = sorted([*values, further])
+    best = max(done.values(), key=lambda r: r["validation_sampled_pass1"])
+    at_edge = past_the_edge(values, best["value"]) is not None
+    for row in done.values():
+        row["chosen"], row["at_edge"] = row is best, row is best and at_edge
+    if at_edge:
+        print(f"[sweep] {best['method']} {best['key']}: the best point {best['value']:g} is still at the grid's edge")
+    return [done[value] for value in sorted(done)]
+
+
+def aggregated(method: str, key: str, value: float, rate: float, runs: list[dict], trials: int) -> dict:
+    """One row of sweep.json: a point's seeds and their mean with a 95% interval bounded to [0, 1]."""
+    spread = share_over_seeds([r["validation_sampled_pass1"] for r in runs], trials)
+    return {
+        "method": method,
+        "key": key,
+        "value": value,
+        "learning_rate": rate,
+        "seeds": [r["seed"] for r in runs],
+        "per_seed": [r["validation_sampled_pass1"] for r in runs],
+        "validation_sampled_pass1": spread["mean"],
+        "ci95": spread["ci95"] or runs[0]["ci95"],
+        "validation_n": runs[0]["validation_n"],
+        "k": runs[0]["k"],
+        "measured": runs[0]["measured"],
+    }
+
 
 def sweep(
     profile: str,
@@ -28,44 +105,55 @@ def sweep(
     k: int,
     limit: int | None,
     load_in_4bit: bool = True,
+    seeds: int = 2,
+    extend: int = 2,
+    key_points: int = 3,
 ) -> list[dict]:
-    """Each method at each learning rate of its grid (seed 0, the comparison's budget, in 4-bit or full precision),
-    scored on the validation split; the best validation sampled pass@1 per method is `chosen`. Writes sweep.json and
-    sweep.png."""
+    """Each method's learning rate, then its keys, as the module says; returns sweep.json's rows (an earlier sweep's
+    rows of the other methods kept)."""
     config = recipe_config(profile, "grpo")[1]
     task = PROFILES[profile]["task"]
     rows = load_task_data(TASKS[task], validation, limit)
-    results = []
     measured = {"commit": commit(), **cpu()}  # rows of several sweeps can sit in one file: each says where it ran
     flags = precision_flags(load_in_4bit)
-    # one set of pairs for every learning rate: the rates are compared on the same data, sampled once (sampling
-    # again per rate cost a pairs run each and could differ by the CPU kernels' rounding)
-    pairs_file = None
+    folder = out / "sweep"
+    folder.mkdir(parents=True, exist_ok=True)
+    # one set of pairs per seed for every point: the points are compared on the same data
+    pairs = {}
     if set(PREFERENCE_METHODS) & set(methods):
-        (out / "sweep").mkdir(parents=True, exist_ok=True)
-        pairs_file = sample_pairs(profile, prompts, out / "sweep", 0, flags=flags)
-    for index in range(max(len(grid[m]) for m in methods)):
-        rates = {m: grid[m][index] for m in methods if index < len(grid[m])}
-        folder = out / "sweep" / f"grid-{index}"
-        folder.mkdir(parents=True, exist_ok=True)
-        runs = train_all(
-            profile, prompts, folder, list(rates), 0, rates, checkpoints=0, flags=flags, pairs_file=pairs_file
-        )
-        for (method, _), run_dir in runs.items():
+        pairs = {seed: sample_pairs(profile, prompts, folder, seed, flags=flags) for seed in range(seeds)}
+
+    def point(method: str, key: str, value: float, rate: float) -> dict:
+        runs = []
+        extra = () if key == "learning_rate" else (f"--{key}", str(value))
+        for seed in range(seeds):
+            run_folder = folder / f"{method}-{key}-{value:g}"
+            run_folder.mkdir(parents=True, exist_ok=True)
+            trained = train_all(
+                profile,
+                prompts,
+                run_folder,
+                [method],
+                seed,
+                {method: rate},
+                checkpoints=0,
+                flags=(*flags, *extra),
+                pairs_file=pairs.get(seed),
+            )
             metrics, _ = evaluate(
                 config["model_name_or_path"],
-                run_dir,
+                trained[(method, seed)],
                 task,
                 rows,
                 k,
                 config["temperature"],
                 greedy=False,
                 load_in_4bit=load_in_4bit,
+                sample_seed=seed,
             )
-            results.append(
+            runs.append(
                 {
-                    "method": method,
-                    "learning_rate": rates[method],
+                    "seed": seed,
                     "validation_sampled_pass1": metrics["sampled"],
                     "ci95": metrics["sampled_ci95"],
                     "validation_n": len(rows),
@@ -73,46 +161,70 @@ def sweep(
                     "measured": measured,
                 }
             )
-            print(
-                f"[sweep] {method} lr {rates[method]:g}: validation sampled pass@1 {metrics['sampled']:.3f}",
-                flush=True,
-            )
+        row = aggregated(method, key, value, rate, runs, len(rows) * k)
+        print(
+            f"[sweep] {method} {key} {value:g}: validation sampled pass@1 {row['validation_sampled_pass1']:.3f} "
+            f"(seeds {', '.join(f'{v:.3f}' for v in row['per_seed'])})",
+            flush=True,
+        )
+        return row
+
+    results = []
     for method in methods:
-        best = max((r for r in results if r["method"] == method), key=lambda r: r["validation_sampled_pass1"])
-        for r in results:
-            if r["method"] == method:
-                r["chosen"] = r is best
+        own = tune(lambda value, m=method: point(m, "learning_rate", value, value), grid[method], extend)
+        rate = next(r["value"] for r in own if r["chosen"])
+        method_config = recipe_config(profile, method)[1]
+        for key in KEYS.get(method, ()) if key_points else ():
+            centre = rate if key == "value_learning_rate" else method_config[key]
+            own += tune(lambda value, m=method, k=key, r=rate: point(m, k, value, r), key_grid(centre, key_points), 0)
+        results += own
+
     # A sweep of some methods keeps the earlier rows of the others (`make sweep ARGS="--methods ipo"`).
     path = out / "sweep.json"
     kept = [r for r in json.loads(path.read_text()) if r["method"] not in methods] if path.is_file() else []
     results = kept + results
-    results.sort(key=lambda r: (METHODS.index(r["method"]), r["learning_rate"]))
-    (out / "sweep.json").write_text(json.dumps(results, indent=2) + "\n")
+    results.sort(
+        key=lambda r: (
+            METHODS.index(r["method"]),
+            r.get("key", "learning_rate") != "learning_rate",
+            r.get("key", "learning_rate"),
+            r.get("value", r["learning_rate"]),
+        )
+    )
+    path.write_text(json.dumps(results, indent=2) + "\n")
+    plot_sweep(results, out / "sweep.png")
+    return results
 
+
+def plot_sweep(results: list[dict], path: Path) -> None:
+    """Validation sampled pass@1 against each key's value, one line per method (learning rates on the left)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7, 4))
-    for method in dict.fromkeys(r["method"] for r in results):
-        rows_ = [r for r in results if r["method"] == method]
-        ax.errorbar(
-            [r["learning_rate"] for r in rows_],
-            [r["validation_sampled_pass1"] for r in rows_],
-            yerr=[
-                [r["validation_sampled_pass1"] - r["ci95"][0] for r in rows_],
-                [r["ci95"][1] - r["validation_sampled_pass1"] for r in rows_],
-            ],
-            marker="o",
-            capsize=3,
-            label=method,
-        )
-    ax.set_xscale("log")
-    ax.set_xlabel("learning rate")
-    ax.set_ylabel("validation sampled pass@1 (95% CI)")
-    ax.legend()
+    keys = list(dict.fromkeys(r.get("key", "learning_rate") for r in results))
+    fig, axes = plt.subplots(1, len(keys), figsize=(6 * len(keys), 4), squeeze=False)
+    for ax, key in zip(axes[0], keys, strict=True):
+        for method in dict.fromkeys(r["method"] for r in results):
+            own = [r for r in results if r["method"] == method and r.get("key", "learning_rate") == key]
+            if not own:
+                continue
+            ax.errorbar(
+                [r.get("value", r["learning_rate"]) for r in own],
+                [r["validation_sampled_pass1"] for r in own],
+                yerr=[
+                    [r["validation_sampled_pass1"] - r["ci95"][0] for r in own],
+                    [r["ci95"][1] - r["validation_sampled_pass1"] for r in own],
+                ],
+                marker="o",
+                capsize=3,
+                label=method,
+            )
+        ax.set_xscale("log")
+        ax.set_xlabel(key)
+        ax.set_ylabel("validation sampled pass@1 (mean over seeds, 95% CI)")
+        ax.legend()
     fig.tight_layout()
-    fig.savefig(out / "sweep.png", dpi=100)
+    fig.savefig(path, dpi=100)
     plt.close(fig)
-    return results

@@ -1,6 +1,7 @@
 """`make compare`: a small-budget run on the tiny world produces every file with every field, measured."""
 
 import json
+import math
 import shutil
 from pathlib import Path
 
@@ -11,6 +12,7 @@ from core.runs.metrics import first_last
 from studies.comparison.__main__ import from_scores, main
 from studies.comparison.published import against_published, read_published
 from studies.comparison.report import compute_lines, headline_table
+from studies.comparison.sweep import key_grid, tune
 from studies.comparison.versus import sentence, what_holds
 from studies.runner import METHODS, steps_for
 from tests.conftest import REPO_ROOT, run_main
@@ -281,36 +283,28 @@ def test_sweep_writes_its_file_and_chooses_on_validation(tiny_world, tmp_path):
     earlier = {"learning_rate": 1e-3, "validation_sampled_pass1": 0.5, "ci95": [0.4, 0.6], "chosen": True}
     # an earlier sweep: its GRPO row is kept, its DPO row replaced by this sweep's
     (out / "sweep.json").write_text(json.dumps([{"method": "grpo", **earlier}, {"method": "dpo", **earlier}]))
-    command = [
-        "--profile",
-        "tiny",
-        "--sweep",
-        "--prompts",
-        "16",
-        "--eval_limit",
-        "12",
-        "--validation_k",
-        "2",
-        "--methods",
-        "dpo",
-        "--learning_rates",
-        "1e-4",
-        "5e-4",
-        "--load_in_4bit",
-        "false",
-        "--out",
-        str(out),
-    ]
+    command = ["--profile", "tiny", "--sweep", "--prompts", "16", "--eval_limit", "12", "--validation_k", "2"]
+    command += ["--methods", "dpo", "--learning_rates", "1e-4", "5e-4", "--sweep_seeds", "2", "--sweep_extend", "0"]
+    command += ["--key_points", "0", "--load_in_4bit", "false", "--out", str(out)]
     run_main("studies.comparison", *command)
     rows = json.loads((out / "sweep.json").read_text())
     assert [(r["method"], r["learning_rate"]) for r in rows] == [("grpo", 1e-3), ("dpo", 1e-4), ("dpo", 5e-4)]
     assert rows[0] == {"method": "grpo", **earlier}
     scored = rows[1:]
     assert sum(r["chosen"] for r in scored) == 1 and all(r["validation_n"] == 12 for r in scored)
-    assert max(scored, key=lambda r: r["validation_sampled_pass1"])["chosen"]
+    best = max(scored, key=lambda r: r["validation_sampled_pass1"])
+    assert best["chosen"] and best["at_edge"]  # two points and no extension: the best is at an edge, and said to be
+    for row in scored:  # every point at both seeds, the mean of theirs, where it ran
+        assert row["seeds"] == [0, 1] and len(row["per_seed"]) == 2 and row["key"] == "learning_rate"
+        assert row["validation_sampled_pass1"] == pytest.approx(sum(row["per_seed"]) / 2)
+        assert 0 <= row["ci95"][0] <= row["validation_sampled_pass1"] <= row["ci95"][1] <= 1
+        assert row["measured"]["commit"] and row["measured"]["cpu"]
     assert (out / "sweep.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    # DPO's two learning rates trained on one set of pairs, sampled once
-    assert [p.relative_to(out) for p in out.rglob("pairs-seed*.jsonl")] == [Path("sweep/pairs-seed0.jsonl")]
+    # DPO's learning rates trained on one set of pairs per seed, each sampled once
+    assert sorted(p.relative_to(out) for p in out.rglob("pairs-seed*.jsonl")) == [
+        Path("sweep/pairs-seed0.jsonl"),
+        Path("sweep/pairs-seed1.jsonl"),
+    ]
     # the validation split it scored on shares no problem with training or the held-out test
     data = tiny_world / "data"
     questions = {
@@ -345,13 +339,16 @@ def test_the_tiny_configs_train_at_the_learning_rate_their_published_sweep_chose
     import yaml
 
     rows = json.loads((REPO_ROOT / "results" / "compare" / profile / "sweep.json").read_text())
-    chosen = {r["method"]: r for r in rows if r["chosen"]}
-    assert {r["method"] for r in rows} == set(chosen)  # one choice for every method swept
-    for method, row in chosen.items():
+    key_of = lambda row: row.get("key", "learning_rate")  # noqa: E731 (rows swept before keys were: learning rates)
+    chosen = {(r["method"], key_of(r)): r for r in rows if r["chosen"]}
+    assert {(r["method"], key_of(r)) for r in rows} == set(chosen)  # one choice for every method and key swept
+    for (method, key), row in chosen.items():
         config = yaml.safe_load((REPO_ROOT / "recipes" / "configs" / profile / f"{method}.yaml").read_text())
-        assert config["learning_rate"] == row["learning_rate"], (profile, method)
-        best = max(r["validation_sampled_pass1"] for r in rows if r["method"] == method)
+        trained = config.get(key) or (config["learning_rate"] if key == "value_learning_rate" else None)
+        assert trained == row.get("value", row["learning_rate"]), (profile, method, key)
+        best = max(r["validation_sampled_pass1"] for r in rows if (r["method"], key_of(r)) == (method, key))
         assert row["validation_sampled_pass1"] == best
+    chosen = {method: row for (method, key), row in chosen.items() if key == "learning_rate"}
     assert chosen["ipo"]["measured"]["commit"]  # a newer sweep's rows say where they ran
 
 
@@ -379,3 +376,21 @@ def test_what_the_code_readme_reads_from_its_table_holds():
     spread = {m: a["greedy_accuracy_sd"] for m, a in methods.items()}
     assert max(spread, key=spread.get) == "ipo"
     assert max(a["clipped_share"] for a in methods.values()) == 0
+
+
+def test_a_grid_whose_best_point_is_at_an_edge_grows_past_it_at_most_twice():
+    def measure_peaking_at(peak):
+        def measure(value):
+            score = 0.8 - abs(math.log10(value) - math.log10(peak))  # best at `peak`, worse on a log scale around it
+            return {"method": "orpo", "key": "learning_rate", "value": value, "validation_sampled_pass1": score}
+
+        return measure
+
+    rows = tune(measure_peaking_at(2.5e-5), [5e-5, 1e-4, 5e-4], rounds=2)
+    assert [r["value"] for r in rows] == [1.25e-5, 2.5e-5, 5e-5, 1e-4, 5e-4]  # two steps down, then inside
+    assert [r["value"] for r in rows if r["chosen"]] == [2.5e-5] and not any(r["at_edge"] for r in rows)
+    rows = tune(measure_peaking_at(1e-7), [5e-5, 1e-4, 5e-4], rounds=2)
+    assert len(rows) == 5 and rows[0]["chosen"] and rows[0]["at_edge"]  # still at the edge: said, not hidden
+    rows = tune(measure_peaking_at(1e-4), [5e-5, 1e-4, 5e-4], rounds=2)
+    assert [r["value"] for r in rows] == [5e-5, 1e-4, 5e-4] and rows[1]["chosen"]  # bracketed: nothing added
+    assert key_grid(0.05, 3) == [0.0167, 0.05, 0.15]
