@@ -27,6 +27,7 @@ export TORCH_EXTENSIONS_DIR ?= $(abspath $(VENV))/torch_extensions
 ##@                     eval DATA=... REWARDS=...: your own task, prompted as the recipes prompt it
 ##@ RUN="dir [dir]"     plot, audit, export: run folders (export: one; OUT: its folder); A= B=: eval-compare
 ##@ SEEDS=5             compare: seeds per method (the published tables' 5)
+##@ BUDGET=prompts      compare: the same prompts for every method, or completions (PPO over k x the prompts)
 ##@ TEST_WORKERS=0      test, test-fast: parallel pytest workers (0: one process)
 ##@ CPU=avx2            any target as an AVX2-only CPU runs it, on an AVX-512 machine (docs/test-suite.md)
 ##@ GPU_GB=24 SEQ=n     estimate: GPU size to check against, scored tokens per sequence
@@ -43,6 +44,7 @@ PROFILE ?= tiny
 CONFIG ?=
 ARGS ?=
 SEEDS ?= 5
+BUDGET ?= prompts
 # pytest-xdist workers for make test / test-fast (each file whole on one worker; tests/conftest.py builds shared
 # fixtures once). 0, one process, is the default: two workers on 2 cores were not faster (53 min against 48, the long
 # files last) and one test failed under the contention; see CHANGELOG.
@@ -191,8 +193,8 @@ plot: install ## a run's metrics.png, or several runs overlaid (RUN)
 reward-check: install $(TINY)/world.json ## does GRPO raise the reward on the prompts it trains on?
 	$(PY) -m studies.reward_check $(ARGS)
 
-compare: install $(TINY_WORLD) ## the five methods, same start and prompts -> results/compare/<profile>/ (PROFILE, SEEDS)
-	$(PY) -m studies.comparison --profile $(PROFILE) --seeds $(SEEDS) $(ARGS)
+compare: install $(TINY_WORLD) ## the five methods from one start -> results/compare/<profile>[-completions]/ (SEEDS, BUDGET)
+	$(PY) -m studies.comparison --profile $(PROFILE) --seeds $(SEEDS) --budget $(BUDGET) $(ARGS)
 
 # The studies run 3 seeds unless SEEDS is given (the comparison's default is 5).
 STUDY_SEEDS = $(if $(filter command line environment,$(origin SEEDS)),$(SEEDS),3)
@@ -209,7 +211,7 @@ study-length: install $(if $(filter tiny,$(PROFILE)),$(TINY_LENGTH)/world.json) 
 study-onpolicy: install $(TINY_WORLD) ## DPO/IPO on pairs sampled once vs each round, GRPO beside -> results/studies/onpolicy/
 	$(PY) -m studies.grid.onpolicy --profile $(PROFILE) --seeds $(STUDY_SEEDS) $(ARGS)
 
-sweep: install $(TINY_WORLD) ## each method's learning rate, chosen on the validation split -> sweep.json
+sweep: install $(TINY_WORLD) ## learning rates (2 seeds a point, bracketed), then each method's key, on validation
 	$(PY) -m studies.comparison --profile $(PROFILE) --sweep $(ARGS)
 
 estimate: install ## memory per method from a model config alone (MODEL=qwen2.5-7b, GPU_GB, K, SEQ)

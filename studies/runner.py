@@ -3,6 +3,7 @@ and the starting model on the same held-out (and validation) problems."""
 
 import json
 import math
+import resource
 import shutil
 import subprocess
 import sys
@@ -152,8 +153,28 @@ def sample_pairs(
         command += ["--skip_prompts", str(skip)]
     if adapter is not None:
         command += ["--adapter", str(adapter)]
-    run([*command, *flags], out / f"{name or 'pairs'}-seed{seed}.log")
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    wall = run([*command, *flags], out / f"{name or 'pairs'}-seed{seed}.log")
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    samples = grpo_config.get("num_generations", 8)
+    cost = {"wall_seconds": wall, "cpu_seconds": cpu, "prompts": prompts, "completions_generated": prompts * samples}
+    pairs_cost(pairs_file).write_text(json.dumps(cost, indent=2) + "\n")
     return pairs_file
+
+
+def completions_generated(method: str, config: dict, steps: int) -> int:
+    """Completions a run had sampled after `steps` optimizer steps: GRPO's and PPO's as they trained; DPO's, IPO's and
+    ORPO's all before (the pairs' sampling, recorded beside the pairs file), whatever their step."""
+    if method in PREFERENCE_METHODS:
+        return json.loads(pairs_cost(Path(config["dataset_name"])).read_text())["completions_generated"]
+    return samples_per_step(method, config) * steps
+
+
+def pairs_cost(pairs_file: Path) -> Path:
+    """Where `sample_pairs` records what sampling the pairs cost (seconds, CPU seconds, completions generated): DPO,
+    IPO and ORPO train on them, so their compute includes it."""
+    return pairs_file.with_name(pairs_file.stem + ".cost.json")
 
 
 def recipe_command(
@@ -212,11 +233,13 @@ def train_all(
     checkpoints: int = CHECKPOINTS,
     flags=(),
     pairs_file: Path | None = None,
+    prompts_for: dict | None = None,
 ) -> dict:
     """Train every method once with `seed`, each in its own process; returns (method, seed) -> run folder. With
     `checkpoints`, each run saves its adapter at every 1/checkpoints of its budget (and their times). `flags` go to
-    every recipe, the pairs' sampling included. The preference methods train on `pairs_file`, sampled here when not
-    given."""
+    every recipe, the pairs' sampling included. The preference methods train on `pairs_file`, sampled here from
+    `prompts` prompts when not given; `prompts_for` gives a method other than `prompts` training prompts (the
+    comparison's same-completions budget: PPO on k x the prompts)."""
     runs = {}
     if pairs_file is None and set(PREFERENCE_METHODS) & set(methods):
         pairs_file = sample_pairs(profile, prompts, out, seed, flags=flags)
@@ -224,7 +247,8 @@ def train_all(
         run_dir = out / f"{method}-seed{seed}"
         shutil.rmtree(run_dir, ignore_errors=True)  # the study's own run folder from an earlier `make compare`
         rate = (learning_rates or {}).get(method)
-        command, _ = recipe_command(profile, method, run_dir, seed, prompts, pairs_file, rate, checkpoints, flags)
+        count = (prompts_for or {}).get(method, prompts)
+        command, _ = recipe_command(profile, method, run_dir, seed, count, pairs_file, rate, checkpoints, flags)
         print(f"[compare] training {method} (seed {seed}) ...", flush=True)
         seconds = run(command, out / f"{method}-seed{seed}.log")
         print(f"[compare] {method} (seed {seed}) done in {seconds:.0f} s", flush=True)
@@ -360,6 +384,7 @@ def checkpoint_curves(
                     "step": point["step"],
                     "train_seconds": point["train_seconds"],
                     "samples": samples_per_step(method, config) * point["step"],
+                    "completions_generated": completions_generated(method, config, point["step"]),
                     "validation_sampled_pass1": metrics["sampled"],
                 }
             )

@@ -155,6 +155,7 @@ class CostMeter(TrainerCallback):
             self.model_bytes, self.between_steps_bytes = self.meter.live_bytes, 0
             self.meter.__enter__()
         self.start = time.time() - self.run.train_seconds_before  # a resumed run's seconds go on counting
+        self.cpu_at_start = cpu_seconds()
         self.ledger.time.clear()
         self.ledger.scores.clear()
         self.phases.clear()
@@ -196,6 +197,10 @@ class CostMeter(TrainerCallback):
         reward_seconds = sum(spent["seconds"] for spent in self.ledger.time.values())
         record = {
             "train_seconds": train_seconds,
+            # CPU time (user + system, every core, the sandbox's finished programs included): of training since it
+            # began in this process, and of the whole process so far (its imports and model loading too)
+            "cpu_seconds_training": cpu_seconds() - self.cpu_at_start,
+            "cpu_seconds_process": cpu_seconds(),
             # a resumed run's split covers the seconds since it resumed; the rest counts as forward_backward
             "time_split": self.phases.split(train_seconds, reward_seconds),
             "train_steps": state.global_step,
@@ -229,6 +234,12 @@ class CostMeter(TrainerCallback):
             }
         if state.is_world_process_zero:
             write_text_whole(self.output_dir / "cost.json", json.dumps(record, indent=2) + "\n")
+
+
+def cpu_seconds() -> float:
+    """User and system CPU seconds of this process and of its children that have ended."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def run_callbacks(run: RunFolder, args: RunArguments, ledger: RewardLedger | None = None) -> list:

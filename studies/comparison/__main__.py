@@ -79,13 +79,23 @@ from studies.runner import (
     train_all,
 )
 
+BUDGETS = {
+    "prompts": "same prompts: every method sees the same training prompts once (GRPO samples k completions of each, "
+    "PPO one, DPO/IPO/ORPO train on pairs from k samples of each)",
+    "completions": "same completions: every method samples k x the prompts' completions (PPO over k x the prompts, "
+    "one each; GRPO k of each prompt; DPO/IPO/ORPO pairs from k samples of each)",
+}
 
-def from_scores(records: list[dict], scores: dict, methods: list[str], base_validation: float | None) -> dict:
+
+def from_scores(
+    records: list[dict], scores: dict, methods: list[str], base_validation: float | None, budget: str = "prompts"
+) -> dict:
     """summary.json's content: the runs' measured records and every statistic, computed from the per-problem scores
     (the same function after a run and for --report)."""
     inference = infer(scores, methods)
     records = with_statistics(records, scores)
     return {
+        "budget": budget,
         "rule": inference["rule"],
         "family_size": inference["family_size"],
         "methods": aggregate(records, inference),
@@ -111,6 +121,13 @@ def main(argv=None):
     parser.add_argument("--eval_limit", type=int, help="held-out (and validation) problems (default: the profile's)")
     parser.add_argument("--eval_k", type=int, help="samples per problem for sampled pass@1")
     parser.add_argument("--seeds", type=int, default=5, help="runs per method, seeds 0..N-1")
+    parser.add_argument(
+        "--budget",
+        choices=sorted(BUDGETS),
+        default="prompts",
+        help="prompts: the same training prompts for every method; completions: the same sampled completions "
+        "(PPO over k x the prompts); default out results/compare/<profile>[-completions]",
+    )
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
     parser.add_argument("--sweep", action="store_true", help="the learning-rate sweep on the validation split")
     parser.add_argument(
@@ -136,7 +153,8 @@ def main(argv=None):
     prompts = args.prompts or profile["prompts"]
     eval_k = args.eval_k or profile["eval_k"]
     limit = args.eval_limit or profile["eval_limit"]
-    out = Path(args.out or f"results/compare/{args.profile}")
+    suffix = "-completions" if args.budget == "completions" else ""
+    out = Path(args.out or f"results/compare/{args.profile}{suffix}")
     out.mkdir(parents=True, exist_ok=True)
     grpo_config = recipe_config(args.profile, "grpo")[1]  # also fails early on a profile without configs
     temperature = grpo_config["temperature"]
@@ -157,7 +175,11 @@ def main(argv=None):
         if "rule" in summary:  # every statistic again from per_problem.jsonl; the runs' measured costs as recorded
             measured = [{k: v for k, v in r.items() if k not in FROM_SCORES} for r in summary["runs"]]
             summary = from_scores(
-                measured, read_scores(out), settings["methods"], summary["base_validation_sampled_pass1"]
+                measured,
+                read_scores(out),
+                settings["methods"],
+                summary["base_validation_sampled_pass1"],
+                summary["budget"],
             )
             (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
         write_report(summary, settings, estimate_all(estimate_model, args.profile)[0], out)
@@ -195,8 +217,19 @@ def main(argv=None):
     published = read_published(out)  # before this run replaces it: what it prints itself against at the end
     runs = {}
     checkpoints, precision = CHECKPOINTS if validation else 0, precision_flags(in_4bit)
+    k = grpo_config.get("num_generations", 8)
+    prompts_for = {"ppo": prompts * k} if args.budget == "completions" else None
     for seed in range(args.seeds):
-        runs |= train_all(args.profile, prompts, out, args.methods, seed, checkpoints=checkpoints, flags=precision)
+        runs |= train_all(
+            args.profile,
+            prompts,
+            out,
+            args.methods,
+            seed,
+            checkpoints=checkpoints,
+            flags=precision,
+            prompts_for=prompts_for,
+        )
     model_name = grpo_config["model_name_or_path"]
     evals = evaluate_all(model_name, runs, profile["task"], limit, eval_k, temperature, out, load_in_4bit=in_4bit)
     curves = base_validation = None
@@ -219,10 +252,12 @@ def main(argv=None):
     estimates = estimate_all(estimate_model, args.profile)[0]
     write_scores(out, score_lines(evals, eval_k))
     records = summarise(runs, evals, estimates, curves)
-    summary = from_scores(records, read_scores(out), args.methods, base_validation)
+    summary = from_scores(records, read_scores(out), args.methods, base_validation, args.budget)
     measure = next((r["memory_measure"] for r in records if "memory_measure" in r), "n/a")
     settings = {
         "profile": args.profile,
+        "budget": args.budget,
+        "budget_means": BUDGETS[args.budget],
         "methods": args.methods,
         "task": profile["task"],
         "prompts": prompts,
@@ -244,7 +279,10 @@ def main(argv=None):
         "cpus": os.cpu_count(),
         "versions": library_versions(),
         "seconds": round(time.time() - start, 1),
-        "steps": {m: steps_for(m, recipe_config(args.profile, m)[1], prompts) for m in ("grpo", "ppo")},
+        "steps": {
+            m: steps_for(m, recipe_config(args.profile, m)[1], (prompts_for or {}).get(m, prompts))
+            for m in ("grpo", "ppo")
+        },
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     (out / "settings.json").write_text(json.dumps(settings, indent=2) + "\n")

@@ -6,9 +6,9 @@ tiny worlds train through CPU-dependent kernels: another CPU is expected to diff
 import json
 from pathlib import Path
 
-COMPARABLE = ("profile", "task", "prompts", "eval_n", "eval_k", "temperature", "load_in_4bit")
-# Tables published before settings.json recorded a key ran as its default: the tiny configs' 4-bit NF4.
-UNRECORDED = {"load_in_4bit": True}
+COMPARABLE = ("profile", "budget", "task", "prompts", "eval_n", "eval_k", "temperature", "load_in_4bit")
+# Tables published before settings.json recorded a key ran as its default: the tiny configs' 4-bit NF4, same prompts.
+UNRECORDED = {"load_in_4bit": True, "budget": "prompts"}
 
 
 def read_published(out: Path) -> tuple[dict, dict] | None:

@@ -32,10 +32,12 @@ def headline_table(summary: dict) -> str:
     sampled pass@1 and greedy accuracy with the seeds' 95% interval (the base: its own), the paired difference
     from the base, seconds per step and peak memory; with a code reward, the reward's time and the sandbox's rate."""
     code = any(a.get("sandbox_programs_per_second") for a in summary["methods"])
+    compute = "rule" in summary  # tables since the Holm rule also say what each method spent
     lines = [
         "| method | sampled pass@1 | vs base | greedy | vs base | s/step | peak MB"
-        + (" | reward s (share of training) | sandbox programs/s |" if code else " |"),
-        "|---|---|---|---|---|---|---|" + ("---|---|" if code else ""),
+        + (" | completions sampled | CPU s |" if compute else "")
+        + (" | reward s (share of training) | sandbox programs/s |" if code else (" |" if not compute else "")),
+        "|---|---|---|---|---|---|---|" + ("---|---|" if compute else "") + ("---|---|" if code else ""),
     ]
     for a in summary["methods"]:
         run = next(r for r in summary["runs"] if r["method"] == a["method"])
@@ -49,6 +51,9 @@ def headline_table(summary: dict) -> str:
             f"| {'' if base else num(a['seconds_per_step'], '.2f')} "
             f"| {'' if base else num(a['peak_memory_mb'], '.0f')} |"
         )
+        if compute:
+            row += f" {'' if base else num(a['completions_generated'], ',.0f')} "
+            row += f"| {'' if base else num(a['cpu_seconds'], ',.0f')} |"
         if code:
             reward = f"{a['reward_seconds']:.1f} ({a['reward_share']:.0%})" if a["reward_seconds"] is not None else ""
             rate = num(a["sandbox_programs_per_second"], ".0f") if a["sandbox_programs_per_second"] else ""
@@ -73,6 +78,10 @@ def compute_lines(summary: dict) -> list[str]:
             low, high = (f(p["validation_sampled_pass1"] for p in points) for f in (min, max))
             span = f"{low:.0%}" if f"{low:.0%}" == f"{high:.0%}" else f"{low:.0%}-{high:.0%}"
             seconds = sum(p["train_seconds"] for p in points) / len(points)
+            if "completions_generated" in points[0]:
+                sampled = sum(p["completions_generated"] for p in points) / len(points)
+                said.append(f"{span} after {seconds:.0f} s ({sampled:,.0f} completions sampled)")
+                continue
             samples = sum(p["samples"] for p in points) / len(points)
             said.append(f"{span} after {seconds:.0f} s ({samples:,.0f} samples)")
         lines.append(f"- {entry['method'].upper()}: " + " -> ".join(said))
@@ -89,8 +98,13 @@ def write_markdown(summary: dict, settings: dict, path: Path, sweep: list | None
         "",
         f"Headline: **{settings['headline']}** (sampled pass@1 at T={settings['temperature']} from "
         f"{settings['eval_k']} samples per problem; greedy also shown). Held-out: {settings['eval_n']} problems "
-        f"of task `{settings['task']}`. Budget: {settings['prompts']} training prompts, each seen once by every "
-        f"method; {n_seeds} seed(s) per method. "
+        f"of task `{settings['task']}`. "
+        + (
+            f"Budget, {settings['budget_means']}: {settings['prompts']} prompts; "
+            if "budget_means" in settings
+            else f"Budget: {settings['prompts']} training prompts, each seen once by every method; "
+        )
+        + f"{n_seeds} seed(s) per method. "
         + (
             "Per method: the share over seeds x problems with its 95% interval, bounded to [0, 100]%; 'vs base' is "
             "the seeds x problems difference from the base (its samples drawn again under each seed), and 'beats "
@@ -282,13 +296,14 @@ def plot(summary: dict, estimates: dict | None, out: Path) -> None:
             if not curves:
                 continue
             length = min(len(c) for c in curves)
-            for ax, x_key in zip(axes, ("train_seconds", "samples"), strict=True):
+            sampled = "completions_generated" if "completions_generated" in curves[0][0] else "samples"
+            for ax, x_key in zip(axes, ("train_seconds", sampled), strict=True):
                 xs = [sum(c[i][x_key] for c in curves) / len(curves) for i in range(length)]
                 ys = [[c[i]["validation_sampled_pass1"] for c in curves] for i in range(length)]
                 ax.plot(xs, [sum(y) / len(y) for y in ys], marker="o", color=colors[a["method"]], label=a["method"])
                 ax.fill_between(xs, [min(y) for y in ys], [max(y) for y in ys], color=colors[a["method"]], alpha=0.2)
         base = next(a for a in methods if a["method"] == "base")
-        for ax, label in zip(axes, ("training seconds", "samples generated or trained on"), strict=True):
+        for ax, label in zip(axes, ("training seconds", "completions sampled (older tables: samples)"), strict=True):
             ax.axhline(
                 summary.get("base_validation_sampled_pass1") or base["sampled_pass1"],
                 color="gray",

@@ -10,7 +10,7 @@ from core.report.stats import over_seeds
 from core.runs.metrics import REWARD_KEYS, first_last, reward_curve
 from studies.comparison.inference import difference
 from studies.comparison.inference import shares as infer_shares
-from studies.runner import PREFERENCE_METHODS, SCRIPT, samples_per_step
+from studies.runner import PREFERENCE_METHODS, SCRIPT, completions_generated, pairs_cost, samples_per_step
 
 CLIPPED_FLAG = 0.05  # a method whose held-out completions hit the length limit more often than this is flagged
 
@@ -49,7 +49,20 @@ def summarise(runs: dict, evals: dict, estimates: dict | None, curves: dict | No
         steps = cost["train_steps"]
         samples = samples_trained(method, runs[key], steps)
         logged_clipped = [v for _, v in reward_curve(runs[key], "completions/clipped_ratio")]
+        config = yaml.safe_load((runs[key] / "config.yaml").read_text())
+        pairs = (
+            json.loads(pairs_cost(Path(config["dataset_name"])).read_text()) if method in PREFERENCE_METHODS else None
+        )
+        training_cpu = cost.get("cpu_seconds_training")
         record |= {
+            # compute, the same measures for every method: completions sampled (DPO/IPO/ORPO: for their pairs,
+            # before training) and trained on (a pair is two), CPU seconds of training plus the pairs' sampling
+            "completions_generated": completions_generated(method, config, steps),
+            "completions_trained": 2 * samples if method in PREFERENCE_METHODS else samples,
+            "cpu_seconds_training": training_cpu,
+            "pair_sampling_cpu_seconds": pairs["cpu_seconds"] if pairs else None,
+            "pair_sampling_seconds": pairs["wall_seconds"] if pairs else None,
+            "cpu_seconds": None if training_cpu is None else training_cpu + (pairs["cpu_seconds"] if pairs else 0.0),
             "peak_memory_mb": cost["peak_memory_mb"],
             "memory_measure": cost["measure"],
             "runtime_memory_mb": cost.get("rss_before_model_mb"),
@@ -76,6 +89,9 @@ def summarise(runs: dict, evals: dict, estimates: dict | None, curves: dict | No
 
 
 MEASURED_ONLY_WHEN_TRAINED = (
+    "completions_generated",
+    "completions_trained",
+    "cpu_seconds",
     "peak_memory_mb",
     "train_seconds",
     "seconds_per_step",
@@ -178,6 +194,10 @@ def aggregate(records: list[dict], inference: dict) -> list[dict]:
             "completion_length_mean",
             "estimated_gb",
             "training_clipped_share",
+            "completions_generated",
+            "completions_trained",
+            "cpu_seconds",
+            "pair_sampling_cpu_seconds",
         ):
             values = [r[key] for r in runs if r.get(key) is not None]
             entry[key] = sum(values) / len(values) if values else None

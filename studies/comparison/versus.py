@@ -165,10 +165,10 @@ def what_holds(summary: dict) -> str:
     ...     ],
     ... }
     >>> print(what_holds(summary))
-    Against the base (seeds x problems, the base's samples drawn again under each seed; Holm over the family of 6
-    differences): GRPO gains in sampled pass@1 and greedy accuracy; ORPO loses in greedy accuracy only (sampled pass@1:
-    could have detected 2.1 points). Method against method (the same rule): in sampled pass@1 GRPO > ORPO; in greedy
-    accuracy not told apart: GRPO and ORPO (could have detected 3.5 points).
+    With the same prompts for every method, against the base (seeds x problems, the base's samples drawn again under
+    each seed; Holm over the family of 6 differences): GRPO gains in sampled pass@1 and greedy accuracy; ORPO loses in
+    greedy accuracy only (sampled pass@1: could have detected 2.1 points). Method against method (the same rule): in
+    sampled pass@1 GRPO > ORPO; in greedy accuracy not told apart: GRPO and ORPO (could have detected 3.5 points).
     """
     groups = {}
     for entry in summary["methods"]:
@@ -196,8 +196,9 @@ def what_holds(summary: dict) -> str:
         pairwise.append(f"in {name} " + "; ".join(said))
     if "rule" in summary:
         text = (
-            "Against the base (seeds x problems, the base's samples drawn again under each seed; Holm over the "
-            f"family of {summary['family_size']} differences): {against_base}."
+            f"With the same {summary.get('budget', 'prompts')} for every method, against the base (seeds x problems, "
+            "the base's samples drawn again under each seed; Holm over the family of "
+            f"{summary['family_size']} differences): {against_base}."
         )
         rule = "the same rule"
     else:  # published before the Holm rule

@@ -188,6 +188,19 @@ def test_records_measured_costs_per_method(compare_results):
         assert isinstance(r["flag_reward_up_accuracy_not"], bool)
         ci = r["sampled_vs_base_ci95"]
         assert ci[0] <= r["sampled_vs_base"] <= ci[1]
+    # compute in the same measures for every method: completions sampled and trained on, CPU seconds
+    pairs_cost = json.loads((compare_results / "pairs-seed0.cost.json").read_text())
+    assert pairs_cost["completions_generated"] == 16 * 8 and pairs_cost["cpu_seconds"] > 0
+    assert records["grpo"]["completions_generated"] == records["grpo"]["completions_trained"] == 16 * 8
+    assert records["ppo"]["completions_generated"] == records["ppo"]["completions_trained"] == 16
+    for method in ("dpo", "ipo", "orpo"):  # they trained on pairs sampled before: that sampling counts
+        r = records[method]
+        assert r["completions_generated"] == 16 * 8 and r["completions_trained"] == 2 * r["samples"]
+        assert r["pair_sampling_cpu_seconds"] == pairs_cost["cpu_seconds"]
+        assert r["cpu_seconds"] == pytest.approx(r["cpu_seconds_training"] + pairs_cost["cpu_seconds"])
+    for method in ("grpo", "ppo"):
+        assert records[method]["cpu_seconds"] == records[method]["cpu_seconds_training"] > 0
+        assert records[method]["pair_sampling_cpu_seconds"] is None
     # PPO trains two networks, policy and critic (on one shared 4-bit base); the others one (the reference is the
     # adapter switched off)
     assert records["ppo"]["models_in_memory"] == 2
@@ -394,3 +407,24 @@ def test_a_grid_whose_best_point_is_at_an_edge_grows_past_it_at_most_twice():
     rows = tune(measure_peaking_at(1e-4), [5e-5, 1e-4, 5e-4], rounds=2)
     assert [r["value"] for r in rows] == [5e-5, 1e-4, 5e-4] and rows[1]["chosen"]  # bracketed: nothing added
     assert key_grid(0.05, 3) == [0.0167, 0.05, 0.15]
+
+
+@pytest.mark.slow
+def test_the_same_completions_budget_gives_ppo_k_times_the_prompts(tiny_world, tmp_path):
+    """--budget completions: every method samples the same number of completions (PPO one for each of k x the
+    prompts, GRPO k for each prompt), and the checkpoints of both sit at the same completion counts."""
+    out = tmp_path / "completions"
+    argv = ["--profile", "tiny", "--budget", "completions", "--prompts", "8", "--methods", "grpo", "ppo"]
+    argv += ["--eval_limit", "8", "--eval_k", "2", "--validation_k", "2", "--seeds", "1", "--load_in_4bit", "false"]
+    run_main("studies.comparison", *argv, "--out", str(out))
+    summary = json.loads((out / "summary.json").read_text())
+    settings = json.loads((out / "settings.json").read_text())
+    assert summary["budget"] == settings["budget"] == "completions" and settings["steps"] == {"grpo": 1, "ppo": 8}
+    runs = {r["method"]: r for r in summary["runs"]}
+    assert runs["grpo"]["completions_generated"] == runs["ppo"]["completions_generated"] == 64
+    assert runs["ppo"]["train_steps"] == 8
+    grpo_points = {p["completions_generated"] for p in runs["grpo"]["compute_curve"]}
+    ppo_points = {p["completions_generated"] for p in runs["ppo"]["compute_curve"]}
+    assert grpo_points == {64} and 64 in ppo_points  # the end of both: matched compute
+    assert "With the same completions for every method" in what_holds(summary).replace("\n", " ")
+    assert "same completions: every method samples k x the prompts' completions" in (out / "summary.md").read_text()
