@@ -145,7 +145,8 @@ def test_every_difference_is_the_paired_difference_of_the_evaluations_corrected_
 def test_a_rerun_is_printed_against_the_published_table():
     folder = REPO_ROOT / "results" / "compare" / "tiny"
     published = read_published(folder)
-    summary, settings = json.loads(json.dumps(published[0])), dict(published[1]) | {"load_in_4bit": True}
+    summary = json.loads(json.dumps(published[0]))
+    settings = dict(published[1]) | {"load_in_4bit": True, "budget": "prompts"}
     assert "load_in_4bit" not in published[1]  # published before it was recorded: 4-bit, as the configs train
     grpo = next(a for a in summary["methods"] if a["method"] == "grpo")
     published_grpo, (_, high) = grpo["sampled_pass1"], grpo["sampled_pass1_ci95_seeds"]
@@ -161,6 +162,9 @@ def test_a_rerun_is_printed_against_the_published_table():
     assert others and all(line.endswith("yes") and "+0.0 points" in line for line in others)
     assert against_published(summary, settings | {"prompts": 16}, published) == [
         "against the published table: not comparable, other settings (prompts 320 -> 16)"
+    ]
+    assert against_published(summary, settings | {"budget": "completions"}, published) == [
+        "against the published table: not comparable, other settings (budget prompts -> completions)"
     ]
     assert against_published(summary, settings | {"load_in_4bit": False}, published) == [
         "against the published table: not comparable, other settings (load_in_4bit True -> False)"
