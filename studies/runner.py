@@ -234,18 +234,30 @@ def train_all(
     flags=(),
     pairs_file: Path | None = None,
     prompts_for: dict | None = None,
+    resume: bool = False,
 ) -> dict:
     """Train every method once with `seed`, each in its own process; returns (method, seed) -> run folder. With
     `checkpoints`, each run saves its adapter at every 1/checkpoints of its budget (and their times). `flags` go to
     every recipe, the pairs' sampling included. The preference methods train on `pairs_file`, sampled here from
     `prompts` prompts when not given; `prompts_for` gives a method other than `prompts` training prompts (the
-    comparison's same-completions budget: PPO on k x the prompts)."""
+    comparison's same-completions budget: PPO on k x the prompts). With `resume`, a run that finished before (its
+    summary.json written) is kept, and so are the pairs it trained on; any other is trained again from the start."""
     runs = {}
     if pairs_file is None and set(PREFERENCE_METHODS) & set(methods):
-        pairs_file = sample_pairs(profile, prompts, out, seed, flags=flags)
+        kept = out / f"pairs-seed{seed}.jsonl"
+        if resume and kept.is_file() and pairs_cost(kept).is_file():
+            pairs_file = kept
+        else:
+            pairs_file = sample_pairs(profile, prompts, out, seed, flags=flags)
     for method in methods:
         run_dir = out / f"{method}-seed{seed}"
+        if resume and (run_dir / "summary.json").is_file():
+            print(f"[compare] {method} (seed {seed}): finished before, kept ({run_dir})", flush=True)
+            runs[(method, seed)] = run_dir
+            continue
         shutil.rmtree(run_dir, ignore_errors=True)  # the study's own run folder from an earlier `make compare`
+        for kept in (out / f"eval_{method}-seed{seed}.json", out / f"eval_{method}-seed{seed}.jsonl"):
+            kept.unlink(missing_ok=True)  # an earlier run's evaluation: never kept for a run trained again
         rate = (learning_rates or {}).get(method)
         count = (prompts_for or {}).get(method, prompts)
         command, _ = recipe_command(profile, method, run_dir, seed, count, pairs_file, rate, checkpoints, flags)
@@ -318,15 +330,26 @@ def evaluate_all(
     temperature: float,
     out: Path,
     load_in_4bit: bool = True,
+    resume: bool = False,
 ) -> dict:
     """("base", seed) for every seed the runs have, and every (method, seed) -> greedy and sampled metrics on the
     held-out set. A seed's models draw their samples under that seed, the base's again under each (so a claim against
-    the base counts the base's sampling noise, as it counts each method's); greedy is scored once per model."""
+    the base counts the base's sampling noise, as it counts each method's); greedy is scored once per model. Each
+    result is kept as eval_<name>.json; with `resume` a kept one is read instead of scored again."""
     rows = load_task_data(TASKS[task], None, limit)
     results, base_greedy = {}, None
     for seed in sorted({seed for _, seed in runs}):
         for key, adapter in [(("base", seed), None), *((key, a) for key, a in runs.items() if key[1] == seed)]:
             name = f"{key[0]}-seed{key[1]}"
+            cached = out / f"eval_{name}.json"
+            if resume and cached.is_file() and (out / f"eval_{name}.jsonl").is_file():
+                results[key] = json.loads(cached.read_text())
+                if key[0] == "base" and base_greedy is None:
+                    greedy_keys = ("greedy", "greedy_ci95", "greedy_per_problem")
+                    records = [json.loads(line) for line in (out / f"eval_{name}.jsonl").read_text().splitlines()]
+                    base_greedy = ({g: results[key][g] for g in greedy_keys}, records[: len(rows)])
+                print(f"[compare] {name}: evaluated before, kept ({cached})", flush=True)
+                continue
             reused = base_greedy if key[0] == "base" else None
             results[key], records = evaluate(
                 model_name,
@@ -344,6 +367,7 @@ def evaluate_all(
                 base_greedy = ({g: results[key][g] for g in greedy_keys}, records[: len(rows)])
             with open(out / f"eval_{name}.jsonl", "w") as fh:
                 fh.writelines(json.dumps(record) + "\n" for record in records)
+            (out / f"eval_{name}.json").write_text(json.dumps(results[key]) + "\n")
             print(
                 f"[compare] {name}: greedy {results[key]['greedy']:.3f}, sampled pass@1 {results[key]['sampled']:.3f}",
                 flush=True,
@@ -360,11 +384,16 @@ def checkpoint_curves(
     temperature: float,
     limit: int | None = None,
     load_in_4bit: bool = True,
+    resume: bool = False,
 ) -> dict:
-    """(method, seed) -> [{step, train_seconds, samples, validation sampled pass@1}] at each saved checkpoint."""
+    """(method, seed) -> [{step, train_seconds, samples, completions sampled, validation sampled pass@1}] at each
+    saved checkpoint, kept as <run>/compute_curve.json (with `resume`, a kept one is read instead)."""
     rows = load_task_data(TASKS[task], validation, limit)
     curves = {}
     for (method, seed), run_dir in runs.items():
+        if resume and (run_dir / "compute_curve.json").is_file():
+            curves[(method, seed)] = json.loads((run_dir / "compute_curve.json").read_text())
+            continue
         saved = (
             [json.loads(line) for line in (run_dir / "checkpoints.jsonl").read_text().splitlines()]
             if (run_dir / "checkpoints.jsonl").is_file()
@@ -389,6 +418,7 @@ def checkpoint_curves(
                 }
             )
         curves[(method, seed)] = points
+        (run_dir / "compute_curve.json").write_text(json.dumps(points) + "\n")
         print(
             f"[compare] {method}-seed{seed} on validation: "
             + ", ".join(f"step {p['step']} {p['validation_sampled_pass1']:.3f}" for p in points),

@@ -60,7 +60,7 @@ from studies.comparison.published import against_published, read_published
 from studies.comparison.report import plot, write_markdown
 from studies.comparison.scores import NAME as SCORES
 from studies.comparison.scores import read_scores, score_lines, write_scores
-from studies.comparison.summary import FROM_SCORES, aggregate, summarise, with_statistics
+from studies.comparison.summary import FROM_SCORES, aggregate, same_machine, summarise, with_statistics
 from studies.comparison.sweep import sweep
 from studies.memory.estimate import estimate_all
 from studies.runner import (
@@ -141,6 +141,12 @@ def main(argv=None):
     )
     add_precision_argument(parser)
     parser.add_argument("--out", help="default results/compare/<profile>")
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="keep the runs that finished, the pairs they trained on and the evaluations already kept in --out; "
+        "train and score only the rest (a rerun spread over sessions)",
+    )
     parser.add_argument(
         "--report",
         action="store_true",
@@ -229,13 +235,24 @@ def main(argv=None):
             checkpoints=checkpoints,
             flags=precision,
             prompts_for=prompts_for,
+            resume=args.resume,
         )
     model_name = grpo_config["model_name_or_path"]
-    evals = evaluate_all(model_name, runs, profile["task"], limit, eval_k, temperature, out, load_in_4bit=in_4bit)
+    evals = evaluate_all(
+        model_name, runs, profile["task"], limit, eval_k, temperature, out, load_in_4bit=in_4bit, resume=args.resume
+    )
     curves = base_validation = None
     if validation:
         curves = checkpoint_curves(
-            model_name, runs, profile["task"], validation, args.validation_k, temperature, limit, load_in_4bit=in_4bit
+            model_name,
+            runs,
+            profile["task"],
+            validation,
+            args.validation_k,
+            temperature,
+            limit,
+            load_in_4bit=in_4bit,
+            resume=args.resume,
         )
         rows = load_task_data(TASKS[profile["task"]], validation, limit)
         base_validation = evaluate(
@@ -252,6 +269,7 @@ def main(argv=None):
     estimates = estimate_all(estimate_model, args.profile)[0]
     write_scores(out, score_lines(evals, eval_k))
     records = summarise(runs, evals, estimates, curves)
+    same_machine(records)
     summary = from_scores(records, read_scores(out), args.methods, base_validation, args.budget)
     measure = next((r["memory_measure"] for r in records if "memory_measure" in r), "n/a")
     settings = {

@@ -50,6 +50,7 @@ def summarise(runs: dict, evals: dict, estimates: dict | None, curves: dict | No
         samples = samples_trained(method, runs[key], steps)
         logged_clipped = [v for _, v in reward_curve(runs[key], "completions/clipped_ratio")]
         config = yaml.safe_load((runs[key] / "config.yaml").read_text())
+        versions = json.loads((runs[key] / "versions.json").read_text())
         pairs = (
             json.loads(pairs_cost(Path(config["dataset_name"])).read_text()) if method in PREFERENCE_METHODS else None
         )
@@ -57,6 +58,10 @@ def summarise(runs: dict, evals: dict, estimates: dict | None, curves: dict | No
         record |= {
             # compute, the same measures for every method: completions sampled (DPO/IPO/ORPO: for their pairs,
             # before training) and trained on (a pair is two), CPU seconds of training plus the pairs' sampling
+            # where it ran: a rerun spread over sessions must not mix CPU classes in one table (`same_machine`)
+            "commit": versions.get("commit"),
+            "cpu": versions.get("cpu"),
+            "kernel_flags": versions.get("kernel_flags"),
             "completions_generated": completions_generated(method, config, steps),
             "completions_trained": 2 * samples if method in PREFERENCE_METHODS else samples,
             "cpu_seconds_training": training_cpu,
@@ -86,6 +91,19 @@ def summarise(runs: dict, evals: dict, estimates: dict | None, curves: dict | No
             record["estimated_gb"] = estimates[SCRIPT.get(method, method)]["total_gb"]
         records.append(record)
     return records
+
+
+def same_machine(records: list[dict]) -> None:
+    """One line, and no table, when the runs of a comparison come from more than one CPU class (their kernels take
+    other paths: their numbers differ by more than seeds)."""
+    classes = {}
+    for record in records:
+        if record.get("kernel_flags") is not None:
+            flags = (record.get("cpu"), tuple(record["kernel_flags"]))
+            classes.setdefault(flags, []).append(f"{record['method']}-seed{record['seed']}")
+    if len(classes) > 1:
+        said = "; ".join(f"{cpu} {list(flags)}: {', '.join(runs)}" for (cpu, flags), runs in classes.items())
+        raise SystemExit(f"the runs come from more than one CPU class, which one table must not mix: {said}")
 
 
 MEASURED_ONLY_WHEN_TRAINED = (

@@ -12,6 +12,7 @@ from core.runs.metrics import first_last
 from studies.comparison.__main__ import from_scores, main
 from studies.comparison.published import against_published, read_published
 from studies.comparison.report import compute_lines, headline_table
+from studies.comparison.summary import same_machine
 from studies.comparison.sweep import key_grid, tune
 from studies.comparison.versus import sentence, what_holds
 from studies.runner import METHODS, steps_for
@@ -414,7 +415,7 @@ def test_a_grid_whose_best_point_is_at_an_edge_grows_past_it_at_most_twice():
 
 
 @pytest.mark.slow
-def test_the_same_completions_budget_gives_ppo_k_times_the_prompts(tiny_world, tmp_path):
+def test_the_same_completions_budget_gives_ppo_k_times_the_prompts(tiny_world, tmp_path, capsys):
     """--budget completions: every method samples the same number of completions (PPO one for each of k x the
     prompts, GRPO k for each prompt), and the checkpoints of both sit at the same completion counts."""
     out = tmp_path / "completions"
@@ -432,3 +433,27 @@ def test_the_same_completions_budget_gives_ppo_k_times_the_prompts(tiny_world, t
     assert grpo_points == {64} and 64 in ppo_points  # the end of both: matched compute
     assert "With the same completions for every method" in what_holds(summary).replace("\n", " ")
     assert "same completions: every method samples k x the prompts' completions" in (out / "summary.md").read_text()
+    # a rerun spread over sessions: --resume keeps what finished and redoes only the rest
+    (out / "ppo-seed0" / "summary.json").unlink()  # as if PPO had been stopped before it finished
+    grpo_adapter = (out / "grpo-seed0" / "adapter_model.safetensors").stat().st_mtime_ns
+    capsys.readouterr()
+    run_main("studies.comparison", *argv, "--out", str(out), "--resume")
+    printed = capsys.readouterr().out
+    assert "grpo (seed 0): finished before, kept" in printed and "training ppo (seed 0)" in printed
+    assert "training grpo" not in printed and "base-seed0: evaluated before, kept" in printed
+    assert "ppo-seed0: evaluated before" not in printed  # trained again, so scored again
+    assert (out / "grpo-seed0" / "adapter_model.safetensors").stat().st_mtime_ns == grpo_adapter
+    again = json.loads((out / "summary.json").read_text())
+    grpo_before = next(a for a in summary["methods"] if a["method"] == "grpo")
+    grpo_after = next(a for a in again["methods"] if a["method"] == "grpo")
+    assert grpo_after["sampled_pass1"] == grpo_before["sampled_pass1"]  # its evaluation kept, not redone
+    assert (out / "ppo-seed0" / "summary.json").is_file()
+
+
+def test_a_table_never_mixes_cpu_classes():
+    amd = {"cpu": "AMD EPYC", "kernel_flags": ["avx2", "avx512f", "avx512_bf16"]}
+    records = [{"method": "grpo", "seed": 0, **amd}, {"method": "ppo", "seed": 0, **amd}]
+    same_machine(records)  # one class: fine
+    records.append({"method": "ppo", "seed": 1, "cpu": "AMD EPYC", "kernel_flags": ["avx2"]})
+    with pytest.raises(SystemExit, match=r"more than one CPU class.*AMD EPYC \['avx2'\]: ppo-seed1"):
+        same_machine(records)
