@@ -20,11 +20,14 @@ def points(mean: float, ci, sign: int = 1) -> str:
 
 
 def detectable(difference: float) -> str:
-    """The smallest difference a run could have detected, in points (a share moves at most 100).
+    """The smallest difference a run could have detected, in points (a share moves at most 100; no spread at all, as
+    between two models that scored alike on every problem, leaves any difference detectable).
 
-    >>> detectable(0.042), detectable(5.45)
-    ('4.2 points', 'no difference up to 100 points')
+    >>> detectable(0.042), detectable(5.45), detectable(0.0)
+    ('4.2 points', 'no difference up to 100 points', 'any difference (identical scores)')
     """
+    if difference == 0:
+        return "any difference (identical scores)"
     return f"{difference * 100:.1f} points" if difference <= 1 else "no difference up to 100 points"
 
 
