@@ -189,7 +189,10 @@ def main(argv=None):
             )
             (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
         write_report(summary, settings, estimate_all(estimate_model, args.profile)[0], out)
-        print(f"[compare] rewrote {out}/summary.json, summary.md and the plots from {out}/{SCORES}")
+        if "rule" in summary:
+            print(f"[compare] rewrote {out}/summary.json, summary.md and the plots from {out}/{SCORES}")
+        else:  # a table from before per-problem scores were kept
+            print(f"[compare] rewrote {out}/summary.md and the plots from its summary.json")
         return summary
 
     if args.sweep:
