@@ -335,15 +335,18 @@ def evaluate_all(
     """("base", seed) for every seed the runs have, and every (method, seed) -> greedy and sampled metrics on the
     held-out set. A seed's models draw their samples under that seed, the base's again under each (so a claim against
     the base counts the base's sampling noise, as it counts each method's); greedy is scored once per model. Each
-    result is kept as eval_<name>.json; with `resume` a kept one is read instead of scored again."""
+    result is kept as eval_<name>.json; with `resume` a kept one is read instead of scored again when it was scored
+    on the same number of problems, samples and temperature."""
     rows = load_task_data(TASKS[task], None, limit)
     results, base_greedy = {}, None
     for seed in sorted({seed for _, seed in runs}):
         for key, adapter in [(("base", seed), None), *((key, a) for key, a in runs.items() if key[1] == seed)]:
             name = f"{key[0]}-seed{key[1]}"
             cached = out / f"eval_{name}.json"
-            if resume and cached.is_file() and (out / f"eval_{name}.jsonl").is_file():
-                results[key] = json.loads(cached.read_text())
+            asked = {"n": len(rows), "k": k, "temperature": temperature}
+            kept = json.loads(cached.read_text()) if resume and cached.is_file() else {}
+            if kept and (out / f"eval_{name}.jsonl").is_file() and all(kept.get(a) == v for a, v in asked.items()):
+                results[key] = kept
                 if key[0] == "base" and base_greedy is None:
                     greedy_keys = ("greedy", "greedy_ci95", "greedy_per_problem")
                     records = [json.loads(line) for line in (out / f"eval_{name}.jsonl").read_text().splitlines()]
@@ -362,6 +365,7 @@ def evaluate_all(
                 sample_seed=seed,
                 greedy_done=reused,
             )
+            results[key] |= asked  # what it was scored on: a resumed rerun keeps it only for the same problems and k
             if key[0] == "base" and base_greedy is None:
                 greedy_keys = ("greedy", "greedy_ci95", "greedy_per_problem")
                 base_greedy = ({g: results[key][g] for g in greedy_keys}, records[: len(rows)])

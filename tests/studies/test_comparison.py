@@ -430,6 +430,8 @@ def test_the_same_completions_budget_gives_ppo_k_times_the_prompts(tiny_world, t
     grpo_after = next(a for a in again["methods"] if a["method"] == "grpo")
     assert grpo_after["sampled_pass1"] == grpo_before["sampled_pass1"]  # its evaluation kept, not redone
     assert (out / "ppo-seed0" / "summary.json").is_file()
+    kept = json.loads((out / "eval_base-seed0.json").read_text())  # kept only for a rerun on the same problems and k
+    assert (kept["n"], kept["k"], kept["temperature"]) == (8, 2, settings["temperature"])
 
 
 def test_a_table_never_mixes_cpu_classes():
