@@ -3,7 +3,6 @@ and the starting model on the same held-out (and validation) problems."""
 
 import json
 import math
-import resource
 import shutil
 import subprocess
 import sys
@@ -14,6 +13,7 @@ import torch
 import yaml
 
 from core.evaluation.benchmarks import TASKS, load_task_data
+from core.runs.timing import cpu_seconds
 from eval.run import correct_per_problem, evaluate_model, load_for_eval
 
 METHODS = ("grpo", "ppo", "dpo", "ipo", "orpo")
@@ -153,10 +153,9 @@ def sample_pairs(
         command += ["--skip_prompts", str(skip)]
     if adapter is not None:
         command += ["--adapter", str(adapter)]
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    before = cpu_seconds(children_only=True)
     wall = run([*command, *flags], out / f"{name or 'pairs'}-seed{seed}.log")
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    cpu = cpu_seconds(children_only=True) - before
     samples = grpo_config.get("num_generations", 8)
     cost = {"wall_seconds": wall, "cpu_seconds": cpu, "prompts": prompts, "completions_generated": prompts * samples}
     pairs_cost(pairs_file).write_text(json.dumps(cost, indent=2) + "\n")
@@ -346,36 +345,31 @@ def evaluate_all(
             asked = {"n": len(rows), "k": k, "temperature": temperature}
             kept = json.loads(cached.read_text()) if resume and cached.is_file() else {}
             if kept and (out / f"eval_{name}.jsonl").is_file() and all(kept.get(a) == v for a, v in asked.items()):
-                results[key] = kept
-                if key[0] == "base" and base_greedy is None:
-                    greedy_keys = ("greedy", "greedy_ci95", "greedy_per_problem")
-                    records = [json.loads(line) for line in (out / f"eval_{name}.jsonl").read_text().splitlines()]
-                    base_greedy = ({g: results[key][g] for g in greedy_keys}, records[: len(rows)])
+                results[key], records = kept, None  # completions read below, only for the base's greedy
                 print(f"[compare] {name}: evaluated before, kept ({cached})", flush=True)
-                continue
-            reused = base_greedy if key[0] == "base" else None
-            results[key], records = evaluate(
-                model_name,
-                adapter,
-                task,
-                rows,
-                k,
-                temperature,
-                load_in_4bit=load_in_4bit,
-                sample_seed=seed,
-                greedy_done=reused,
-            )
-            results[key] |= asked  # what it was scored on: a resumed rerun keeps it only for the same problems and k
-            if key[0] == "base" and base_greedy is None:
+            else:
+                results[key], records = evaluate(
+                    model_name,
+                    adapter,
+                    task,
+                    rows,
+                    k,
+                    temperature,
+                    load_in_4bit=load_in_4bit,
+                    sample_seed=seed,
+                    greedy_done=base_greedy if key[0] == "base" else None,
+                )
+                results[key] |= asked  # what it was scored on: a resumed rerun keeps it only for the same problems
+                with open(out / f"eval_{name}.jsonl", "w") as fh:
+                    fh.writelines(json.dumps(record) + "\n" for record in records)
+                cached.write_text(json.dumps(results[key]) + "\n")
+                greedy, sampled = results[key]["greedy"], results[key]["sampled"]
+                print(f"[compare] {name}: greedy {greedy:.3f}, sampled pass@1 {sampled:.3f}", flush=True)
+            if key[0] == "base" and base_greedy is None:  # greedy is the same under every seed: scored once
                 greedy_keys = ("greedy", "greedy_ci95", "greedy_per_problem")
+                if records is None:
+                    records = [json.loads(line) for line in (out / f"eval_{name}.jsonl").read_text().splitlines()]
                 base_greedy = ({g: results[key][g] for g in greedy_keys}, records[: len(rows)])
-            with open(out / f"eval_{name}.jsonl", "w") as fh:
-                fh.writelines(json.dumps(record) + "\n" for record in records)
-            (out / f"eval_{name}.json").write_text(json.dumps(results[key]) + "\n")
-            print(
-                f"[compare] {name}: greedy {results[key]['greedy']:.3f}, sampled pass@1 {results[key]['sampled']:.3f}",
-                flush=True,
-            )
     return results
 
 

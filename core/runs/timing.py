@@ -12,6 +12,7 @@ held-out evaluation share.
 """
 
 import functools
+import resource
 import time
 from contextlib import contextmanager
 
@@ -67,3 +68,10 @@ class PhaseTimer:
             "heldout": self.seconds.get("heldout", 0.0),
         }
         return split | {"forward_backward": max(0.0, train_seconds - sum(split.values()))}
+
+
+def cpu_seconds(children_only: bool = False) -> float:
+    """User and system CPU seconds of this process and of its children that have ended (only the children's with
+    `children_only`: what a subprocess cost, as the difference around it)."""
+    who = [resource.RUSAGE_CHILDREN] if children_only else [resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN]
+    return sum(resource.getrusage(w).ru_utime + resource.getrusage(w).ru_stime for w in who)

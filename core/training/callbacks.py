@@ -19,6 +19,7 @@ from transformers import PreTrainedModel, TrainerCallback
 from core.inputs.arguments import STOP_GRACE_SECONDS, RunArguments
 from core.runs.folder import RunFolder
 from core.runs.storage import write_text_whole, writing
+from core.runs.timing import cpu_seconds
 from core.training.divergence import StopOnDivergence
 from core.training.memory_meter import LiveTensorMeter, model_tensors, rss_mb
 from rewards.ledger import RewardLedger
@@ -234,12 +235,6 @@ class CostMeter(TrainerCallback):
             }
         if state.is_world_process_zero:
             write_text_whole(self.output_dir / "cost.json", json.dumps(record, indent=2) + "\n")
-
-
-def cpu_seconds() -> float:
-    """User and system CPU seconds of this process and of its children that have ended."""
-    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def run_callbacks(run: RunFolder, args: RunArguments, ledger: RewardLedger | None = None) -> list:

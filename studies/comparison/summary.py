@@ -56,12 +56,12 @@ def summarise(runs: dict, evals: dict, estimates: dict | None, curves: dict | No
         )
         training_cpu = cost.get("cpu_seconds_training")
         record |= {
-            # compute, the same measures for every method: completions sampled (DPO/IPO/ORPO: for their pairs,
-            # before training) and trained on (a pair is two), CPU seconds of training plus the pairs' sampling
             # where it ran: a rerun spread over sessions must not mix CPU classes in one table (`same_machine`)
             "commit": versions.get("commit"),
             "cpu": versions.get("cpu"),
             "kernel_flags": versions.get("kernel_flags"),
+            # compute, the same measures for every method: completions sampled (DPO/IPO/ORPO: for their pairs,
+            # before training) and trained on (a pair is two), CPU seconds of training plus the pairs' sampling
             "completions_generated": completions_generated(method, config, steps),
             "completions_trained": 2 * samples if method in PREFERENCE_METHODS else samples,
             "cpu_seconds_training": training_cpu,
