@@ -145,7 +145,8 @@ def main(argv=None):
         "--resume",
         action="store_true",
         help="keep the runs that finished, the pairs they trained on and the evaluations already kept in --out; "
-        "train and score only the rest (a rerun spread over sessions)",
+        "train and score only the rest (a rerun spread over sessions); with --sweep, keep the points sweep.json "
+        "holds that were measured the same way",
     )
     parser.add_argument(
         "--report",
@@ -212,6 +213,7 @@ def main(argv=None):
             seeds=args.sweep_seeds,
             extend=args.sweep_extend,
             key_points=args.key_points,
+            resume=args.resume,
         )
         for row in results:
             if row["chosen"] and row["method"] in args.methods:

@@ -3,10 +3,14 @@ rate over a grid, every point at `seeds` seeds (each seed its own pairs for DPO,
 a grid whose best point is at an edge is extended one step past that edge, at most `extend` times, and a best point
 still at an edge is recorded as such. Then, at the chosen rate, each method's own key at `key_points` points around
 its config's value (DPO, IPO and ORPO beta; PPO kl_coef and the critic's own learning rate; GRPO's beta has its own
-study). The best mean over seeds is chosen. Writes sweep.json (one row per method, key and value: every seed's
-number, the mean with its bounded interval, the commit and CPU it ran on) and sweep.png."""
+study); a key's point at the value the chosen rate already trained with is that same run, not a second one. The best
+mean over seeds is chosen. Writes sweep.json (one row per method, key and value: every seed's number, the mean with
+its bounded interval, the commit and CPU it ran on) after every point, so a sweep spread over sessions resumes from
+its committed file (`resume`: a point measured before with the same seeds, prompts and validation is kept), and
+sweep.png at the end."""
 
 import json
+import math
 from pathlib import Path
 
 from core.evaluation.benchmarks import TASKS, load_task_data
@@ -17,6 +21,7 @@ from studies.runner import (
     PREFERENCE_METHODS,
     PROFILES,
     evaluate,
+    pairs_cost,
     precision_flags,
     recipe_config,
     sample_pairs,
@@ -54,10 +59,11 @@ def past_the_edge(values: list[float], best: float) -> float | None:
     return None
 
 
-def tune(measure, values: list[float], rounds: int) -> list[dict]:
+def tune(measure, values: list[float], rounds: int, done: dict | None = None) -> list[dict]:
     """`measure(value)` (a sweep.json row) at each of `values`; while the best is at an edge, one more point past it,
-    at most `rounds` times. The best row is `chosen`, and `at_edge` where it still is at one."""
-    done = {}
+    at most `rounds` times. The best row is `chosen`, and `at_edge` where it still is at one. `done` (value -> row,
+    filled in as points finish) may hold points measured before."""
+    done = {} if done is None else done
     values = sorted(values)
     for round_ in range(rounds + 1):
         for value in values:
@@ -95,6 +101,12 @@ def aggregated(method: str, key: str, value: float, rate: float, runs: list[dict
     }
 
 
+def same_point(row: dict, method: str, key: str, value: float, rate: float, settings: dict) -> bool:
+    """Whether an earlier sweep.json row measured this point the way this sweep would."""
+    where = (row["method"], row.get("key"), row.get("value"), row.get("learning_rate"))
+    return where == (method, key, value, rate) and all(row.get(name) == v for name, v in settings.items())
+
+
 def sweep(
     profile: str,
     prompts: int,
@@ -108,9 +120,10 @@ def sweep(
     seeds: int = 2,
     extend: int = 2,
     key_points: int = 3,
+    resume: bool = False,
 ) -> list[dict]:
     """Each method's learning rate, then its keys, as the module says; returns sweep.json's rows (an earlier sweep's
-    rows of the other methods kept)."""
+    rows of the other methods kept; with `resume`, its points measured the same way too)."""
     config = recipe_config(profile, "grpo")[1]
     task = PROFILES[profile]["task"]
     rows = load_task_data(TASKS[task], validation, limit)
@@ -118,12 +131,31 @@ def sweep(
     flags = precision_flags(load_in_4bit)
     folder = out / "sweep"
     folder.mkdir(parents=True, exist_ok=True)
-    # one set of pairs per seed for every point: the points are compared on the same data
+    path = out / "sweep.json"
+    earlier = json.loads(path.read_text()) if path.is_file() else []
+    # A sweep of some methods keeps the earlier rows of the others (`make sweep ARGS="--methods ipo"`).
+    kept = [r for r in earlier if r["method"] not in methods]
+    settings = {"seeds": list(range(seeds)), "prompts": prompts, "validation_n": len(rows), "k": k}
     pairs = {}
-    if set(PREFERENCE_METHODS) & set(methods):
-        pairs = {seed: sample_pairs(profile, prompts, folder, seed, flags=flags) for seed in range(seeds)}
+
+    def pairs_of(seed: int) -> Path:
+        """One set of pairs per seed for every point, so the points are compared on the same data; sampled when a
+        point first needs them (a resumed sweep keeps the ones it sampled before)."""
+        if seed not in pairs:
+            kept_pairs = folder / f"pairs-seed{seed}.jsonl"
+            cost = pairs_cost(kept_pairs)
+            if resume and cost.is_file() and json.loads(cost.read_text())["prompts"] == prompts:
+                pairs[seed] = kept_pairs
+            else:
+                pairs[seed] = sample_pairs(profile, prompts, folder, seed, flags=flags)
+        return pairs[seed]
 
     def point(method: str, key: str, value: float, rate: float) -> dict:
+        before = [r for r in earlier if same_point(r, method, key, value, rate, settings)] if resume else []
+        if before:
+            print(f"[sweep] {method} {key} {value:g}: measured before, kept", flush=True)
+            progress.append({name: v for name, v in before[0].items() if name not in ("chosen", "at_edge")})
+            return progress[-1]
         runs = []
         extra = () if key == "learning_rate" else (f"--{key}", str(value))
         for seed in range(seeds):
@@ -138,7 +170,7 @@ def sweep(
                 {method: rate},
                 checkpoints=0,
                 flags=(*flags, *extra),
-                pairs_file=pairs.get(seed),
+                pairs_file=pairs_of(seed) if method in PREFERENCE_METHODS else None,
             )
             metrics, _ = evaluate(
                 config["model_name_or_path"],
@@ -161,7 +193,9 @@ def sweep(
                     "measured": measured,
                 }
             )
-        row = aggregated(method, key, value, rate, runs, len(rows) * k)
+        progress.append({**aggregated(method, key, value, rate, runs, len(rows) * k), "prompts": prompts})
+        row = progress[-1]
+        save()
         print(
             f"[sweep] {method} {key} {value:g}: validation sampled pass@1 {row['validation_sampled_pass1']:.3f} "
             f"(seeds {', '.join(f'{v:.3f}' for v in row['per_seed'])})",
@@ -169,31 +203,46 @@ def sweep(
         )
         return row
 
-    results = []
+    results, progress = [], []  # the finished methods' rows; every point measured so far
+
+    def save() -> None:
+        finished = {id(r) for r in results}
+        unfinished = [{**r, "chosen": False, "at_edge": False} for r in progress if id(r) not in finished]
+        path.write_text(json.dumps(in_order(kept + results + unfinished), indent=2) + "\n")
+
     for method in methods:
-        own = tune(lambda value, m=method: point(m, "learning_rate", value, value), grid[method], extend)
-        rate = next(r["value"] for r in own if r["chosen"])
+        done = {}
+        own = tune(lambda value, m=method: point(m, "learning_rate", value, value), grid[method], extend, done)
+        results += own
+        chosen = next(r for r in own if r["chosen"])
         method_config = recipe_config(profile, method)[1]
         for key in KEYS.get(method, ()) if key_points else ():
-            centre = rate if key == "value_learning_rate" else method_config[key]
-            own += tune(lambda value, m=method, k=key, r=rate: point(m, k, value, r), key_grid(centre, key_points), 0)
-        results += own
+            centre = chosen["value"] if key == "value_learning_rate" else method_config[key]
+            grid_ = key_grid(centre, key_points)
+            middle = grid_[key_points // 2]
+            # the point at the value the chosen rate trained with is the chosen rate's own run
+            done = {middle: {**chosen, "key": key, "value": middle, "same_run_as": "learning_rate"}}
+            if not math.isclose(middle, centre):
+                done = {}
+            results += tune(lambda v, m=method, k=key, r=chosen["value"]: point(m, k, v, r), grid_, 0, done)
+        save()
 
-    # A sweep of some methods keeps the earlier rows of the others (`make sweep ARGS="--methods ipo"`).
-    path = out / "sweep.json"
-    kept = [r for r in json.loads(path.read_text()) if r["method"] not in methods] if path.is_file() else []
-    results = kept + results
-    results.sort(
+    results = in_order(kept + results)
+    path.write_text(json.dumps(results, indent=2) + "\n")
+    plot_sweep(results, out / "sweep.png")
+    return results
+
+
+def in_order(rows: list[dict]) -> list[dict]:
+    return sorted(
+        rows,
         key=lambda r: (
             METHODS.index(r["method"]),
             r.get("key", "learning_rate") != "learning_rate",
             r.get("key", "learning_rate"),
             r.get("value", r["learning_rate"]),
-        )
+        ),
     )
-    path.write_text(json.dumps(results, indent=2) + "\n")
-    plot_sweep(results, out / "sweep.png")
-    return results
 
 
 def plot_sweep(results: list[dict], path: Path) -> None:

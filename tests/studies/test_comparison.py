@@ -301,10 +301,22 @@ def test_sweep_writes_its_file_and_chooses_on_validation(tiny_world, tmp_path):
         assert row["measured"]["commit"] and row["measured"]["cpu"]
     assert (out / "sweep.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # DPO's learning rates trained on one set of pairs per seed, each sampled once
-    assert sorted(p.relative_to(out) for p in out.rglob("pairs-seed*.jsonl")) == [
-        Path("sweep/pairs-seed0.jsonl"),
-        Path("sweep/pairs-seed1.jsonl"),
-    ]
+    pairs = sorted(p.relative_to(out) for p in out.rglob("pairs-seed*.jsonl"))
+    assert pairs == [Path("sweep/pairs-seed0.jsonl"), Path("sweep/pairs-seed1.jsonl")]
+    kept = ("summary.json", "pairs-seed0.jsonl", "pairs-seed1.jsonl")
+    trained = {p: p.stat().st_mtime_ns for p in out.rglob("*") if p.name in kept}
+
+    # Resumed with beta at 2 points: the learning rates and pairs are kept from sweep.json and the folder, beta's
+    # point at the config's 0.1 is the chosen rate's own run, and only beta 0.0333 trains (at both seeds).
+    run_main("studies.comparison", *command[:-6], "--key_points", "2", "--resume", *command[-4:])
+    again = json.loads((out / "sweep.json").read_text())
+    assert again[:3] == rows
+    assert {p: p.stat().st_mtime_ns for p in trained} == trained
+    assert len(trained) == 2 * 2 + 2 and len([p for p in out.rglob("summary.json") if p not in trained]) == 2
+    beta = {r["value"]: r for r in again if r.get("key") == "beta"}
+    assert sorted(beta) == [0.0333, 0.1] and sum(r["chosen"] for r in beta.values()) == 1
+    assert beta[0.1]["per_seed"] == best["per_seed"] and beta[0.1]["same_run_as"] == "learning_rate"
+    assert beta[0.0333]["learning_rate"] == best["value"] and "same_run_as" not in beta[0.0333]
     # the validation split it scored on shares no problem with training or the held-out test
     data = tiny_world / "data"
     questions = {
