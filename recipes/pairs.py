@@ -7,7 +7,8 @@ Usage:
     python -m recipes.pairs --config recipes/configs/tiny/pairs.yaml --max_prompts 64 --output runs/pairs.jsonl
 
 Writes TRL's conversational preference format (`prompt`, `chosen`, `rejected` as message lists) plus
-`score_chosen`, `score_rejected` and the prompt's gold columns, as JSONL or Parquet (by the output's suffix).
+`score_chosen`, `score_rejected` and the prompt's gold columns, as JSONL or Parquet (by the output's suffix), and
+beside it `<name>.cost.json`: the prompts, completions and completion tokens the pairs' sampling took.
 """
 
 import json
@@ -21,10 +22,12 @@ from core.errors import UserError
 from core.evaluation.generation import generate
 from core.inputs.arguments import PromptArguments, RewardArguments, RewardWeightArguments
 from core.inputs.config import Sources, parse_config
+from core.inputs.data import pairs_cost
 from core.inputs.models import check_adapter, check_model, load_model, with_adapter
 from core.inputs.prompts import prepare_prompts
 from core.inputs.rewards import resolve_rewards
 from core.runs.storage import write_text_whole, write_whole
+from core.runs.tokens import TokenCount
 from rewards import weighted_sum
 
 
@@ -99,7 +102,7 @@ def main(args: PairsArguments, model_args: ModelConfig, sources: Sources = Sourc
     model = with_adapter(load_model(model_args), args.adapter)
 
     # ----- sample and score -----
-    prompts = dataset["messages"]
+    prompts, tokens = dataset["messages"], TokenCount()
     samples = generate(
         model,
         tokenizer,
@@ -108,6 +111,7 @@ def main(args: PairsArguments, model_args: ModelConfig, sources: Sources = Sourc
         batch_size=max(1, args.batch_size // args.num_samples),
         temperature=args.temperature,
         num_return_sequences=args.num_samples,
+        tokens=tokens,
     )
     rows = []
     for prompt, completions, gold in zip(prompts, samples, dataset, strict=True):
@@ -147,6 +151,12 @@ def main(args: PairsArguments, model_args: ModelConfig, sources: Sources = Sourc
         write_whole(out, lambda partial: datasets.Dataset.from_list(rows).to_parquet(str(partial)))
     else:
         write_text_whole(out, "".join(json.dumps(r) + "\n" for r in rows))
+    sampled = {
+        "prompts": len(prompts),
+        "samples": args.num_samples,
+        "completions_generated": len(prompts) * args.num_samples,
+    }
+    write_text_whole(pairs_cost(out), json.dumps({**sampled, "tokens_generated": tokens.generated}, indent=2) + "\n")
     after = f" after the first {args.skip_prompts}" if args.skip_prompts else ""
     adapter = f", sampled with the adapter {args.adapter} on" if args.adapter else ""
     print(

@@ -13,6 +13,7 @@ import torch
 import yaml
 
 from core.evaluation.benchmarks import TASKS, load_task_data
+from core.inputs.data import pairs_cost
 from core.runs.timing import cpu_seconds
 from eval.run import correct_per_problem, evaluate_model, load_for_eval
 
@@ -156,8 +157,8 @@ def sample_pairs(
     before = cpu_seconds(children_only=True)
     wall = run([*command, *flags], out / f"{name or 'pairs'}-seed{seed}.log")
     cpu = cpu_seconds(children_only=True) - before
-    samples = grpo_config.get("num_generations", 8)
-    cost = {"wall_seconds": wall, "cpu_seconds": cpu, "prompts": prompts, "completions_generated": prompts * samples}
+    sampled = json.loads(pairs_cost(pairs_file).read_text())  # the recipe's own: prompts, completions, tokens
+    cost = {"wall_seconds": wall, "cpu_seconds": cpu, **sampled}
     pairs_cost(pairs_file).write_text(json.dumps(cost, indent=2) + "\n")
     return pairs_file
 
@@ -168,12 +169,6 @@ def completions_generated(method: str, config: dict, steps: int) -> int:
     if method in PREFERENCE_METHODS:
         return json.loads(pairs_cost(Path(config["dataset_name"])).read_text())["completions_generated"]
     return samples_per_step(method, config) * steps
-
-
-def pairs_cost(pairs_file: Path) -> Path:
-    """Where `sample_pairs` records what sampling the pairs cost (seconds, CPU seconds, completions generated): DPO,
-    IPO and ORPO train on them, so their compute includes it."""
-    return pairs_file.with_name(pairs_file.stem + ".cost.json")
 
 
 def recipe_command(

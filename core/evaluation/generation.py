@@ -4,6 +4,8 @@ from contextlib import contextmanager
 
 import torch
 
+from core.runs.tokens import TokenCount, completion_tokens
+
 
 @contextmanager
 def inference(model):
@@ -30,10 +32,12 @@ def generate(
     batch_size: int = 64,
     temperature: float = 0.0,
     num_return_sequences: int = 1,
+    tokens: TokenCount | None = None,
 ) -> list[list[str]]:
     """Batched generation for chat prompts (lists of messages) or plain strings; greedy when temperature is 0.
 
-    Returns, per prompt, `num_return_sequences` completions (special tokens removed).
+    Returns, per prompt, `num_return_sequences` completions (special tokens removed); counts their tokens as
+    generated into `tokens` when given.
     """
     padding_side, tokenizer.padding_side = tokenizer.padding_side, "left"  # restored: a trainer may share it
     outputs = []
@@ -58,7 +62,11 @@ def generate(
                 pad_token_id=tokenizer.pad_token_id,
                 **sampling,
             )
-        completions = tokenizer.batch_decode(generated[:, enc["input_ids"].shape[1] :], skip_special_tokens=True)
+        new_tokens = generated[:, enc["input_ids"].shape[1] :]
+        completions = tokenizer.batch_decode(new_tokens, skip_special_tokens=True)
+        if tokens is not None:
+            special = tokenizer.all_special_ids
+            tokens.record(generated=completion_tokens(new_tokens, torch.ones_like(new_tokens), special))
         outputs.extend(
             completions[i : i + num_return_sequences] for i in range(0, len(completions), num_return_sequences)
         )

@@ -252,3 +252,9 @@ def load_preference_pairs(args, limit: int | None = None):
     if limit:
         dataset = dataset.select(range(min(limit, len(dataset))))
     return dataset.select_columns(PAIR_COLUMNS)
+
+
+def pairs_cost(pairs_file: Path) -> Path:
+    """Where `make pairs` records what sampling a pairs file cost (prompts, completions and their tokens; the studies
+    add seconds and CPU seconds): DPO, IPO and ORPO train on the pairs, so their compute includes it."""
+    return Path(pairs_file).with_name(Path(pairs_file).stem + ".cost.json")

@@ -21,6 +21,7 @@ import yaml
 from core.errors import UserError
 from core.runs.provenance import commit, cpu
 from core.runs.timing import PhaseTimer
+from core.runs.tokens import TokenCount
 from rewards.sandbox import isolation_record
 
 RECORD = "run.json"
@@ -101,11 +102,13 @@ def rollback_records(folder: Path, step: int) -> float:
 class RunFolder:
     """A claimed run folder: its path, the checkpoint a resume continues from, its record (run.json: the method,
     the checkpoints this run wrote, the training seconds before a resume, its own `save_total_limit`), the settings
-    the run was parsed from (`configs`, written beside the adapter) and where its training time goes (`phases`)."""
+    the run was parsed from (`configs`, written beside the adapter), where its training time goes (`phases`) and the
+    tokens it generates and trains on (`tokens`)."""
 
     def __init__(self, path: Path, resume: str | None, record: dict, configs: tuple = ()):
         self.path, self.resume, self.record, self.configs = path, resume, record, configs
         self.phases = PhaseTimer()
+        self.tokens = TokenCount()
 
     def write_files(self) -> None:
         """config.yaml (every setting, resolved) and versions.json, beside the adapter."""

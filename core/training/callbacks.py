@@ -160,6 +160,7 @@ class CostMeter(TrainerCallback):
         self.ledger.time.clear()
         self.ledger.scores.clear()
         self.phases.clear()
+        self.run.tokens.clear()
         trainable = [p for p in model.parameters() if p.requires_grad] if model else []
         # ZeRO-3 leaves each rank a partition of every parameter (ds_tensor) and the full size in ds_numel
         self.trainable = sum(getattr(p, "ds_numel", p.numel()) for p in trainable) if model else None
@@ -195,6 +196,7 @@ class CostMeter(TrainerCallback):
         if self.meter is not None:
             self.meter.__exit__(None, None, None)
         train_seconds = time.time() - self.start
+        tokens = self.run.tokens.totals()  # every rank: a sum across them
         reward_seconds = sum(spent["seconds"] for spent in self.ledger.time.values())
         record = {
             "train_seconds": train_seconds,
@@ -205,6 +207,9 @@ class CostMeter(TrainerCallback):
             # a resumed run's split covers the seconds since it resumed; the rest counts as forward_backward
             "time_split": self.phases.split(train_seconds, reward_seconds),
             "train_steps": state.global_step,
+            # completion tokens generated and trained on (core.runs.tokens; null where the trainer counts none: PPO
+            # with a trained reward model); a resumed run's since it resumed
+            "tokens": tokens if any(tokens.values()) else None,
             "trainable_params": self.trainable,
             "trainable_params_held": self.trainable_held,  # by this rank (rank 0): fewer where parameters are sharded
             "models_in_memory": self.bases,

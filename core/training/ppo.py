@@ -54,6 +54,13 @@ class _RewardBackbone(nn.Module):
         self.prompt_lengths = sorted({len(k) for k in self.prompt_columns})
         # gives the module a device; one element, not a scalar: DeepSpeed broadcasts parameters as bytes
         self.anchor = nn.Parameter(torch.zeros(1), requires_grad=False)
+        self.tokens, self.passes = None, 0
+
+    def count_into(self, tokens, passes: int) -> None:
+        """Count every response scored from here on into `tokens` (a run's `core.runs.tokens.TokenCount`): generated
+        once, trained on `passes` times (PPO's epochs over a rollout)."""
+        self.tokens, self.passes = tokens, passes
+        self.special = set(self.tokenizer.all_special_ids)
 
     def split(self, tokens: list[int]) -> tuple[dict, list[int]]:
         for length in self.prompt_lengths:
@@ -65,6 +72,9 @@ class _RewardBackbone(nn.Module):
     def forward(self, input_ids, attention_mask, **kwargs):
         rows = [self.split(ids[mask].tolist()) for ids, mask in zip(input_ids, attention_mask.bool(), strict=True)]
         completions = [self.tokenizer.decode(response, skip_special_tokens=True) for _, response in rows]
+        if self.tokens is not None:
+            count = sum(token not in self.special for _, response in rows for token in response)
+            self.tokens.record(generated=count, trained=count * self.passes)
         columns = {key: [r[0][key] for r in rows] for key in rows[0][0]}
         # each reward is a TimedReward under the run's own reward_timeout: no second limit around them
         total = torch.tensor(weighted_sum(self.reward_funcs, self.weights, completions, timeout=None, **columns))

@@ -1,8 +1,9 @@
 """What every recipe's trainer gets on top of TRL's (`RecipeTrainer`, and the recipes' trainer classes built on it:
 `recipe_trainer(method, logprobs)`): checkpoints that are never
 half-written, starting weights that follow the run's seed, no training under an engine other than the one the
-launch asked for (core.inputs.distributed), and a run stopped in the middle of a step (a reward past `reward_timeout`,
-a step stuck after SIGTERM) that ends as a signal does: the last finished step saved and listed, one line.
+launch asked for (core.inputs.distributed), a run stopped in the middle of a step (a reward past `reward_timeout`,
+a step stuck after SIGTERM) that ends as a signal does: the last finished step saved and listed, one line; and the
+tokens it generated and trained on counted into its folder's `tokens` (cost.json).
 
 A recipe trainer saves each checkpoint under a temporary name (.saving-checkpoint-N) and renames it to
 checkpoint-N only when complete, so a run killed in the middle of a save leaves no checkpoint-N that `latest` could
@@ -23,10 +24,11 @@ from core.inputs.distributed import check_engine
 from core.logprobs.trainers import ChunkedDPOTrainer, ChunkedGRPOTrainer, ChunkedORPOTrainer
 from core.runs.folder import RunFolder
 from core.runs.storage import WriteFailed, describe_failure, is_write_failure, writing
+from core.runs.tokens import completion_tokens
 from core.training.callbacks import StopOnSignal
 from core.training.divergence import Diverged, diverged, is_sampler_failure, learning_rate
 from core.training.plan import PLANS, PlanLine
-from core.training.ppo import ChunkedPPOTrainer, ResumablePPOTrainer
+from core.training.ppo import ChunkedPPOTrainer, ResumablePPOTrainer, RewardFunctionModel
 from rewards import RewardTimeout
 from rewards.time_limit import Expired, stop_interrupting
 
@@ -172,35 +174,73 @@ class RecipeTrainer(RecipeStart, StopsCleanly, AtomicCheckpoints):
     step, refusing an engine the launch did not ask for: put it first among a trainer class's bases."""
 
 
-class GRPORecipeTrainer(RecipeTrainer, GRPOTrainer):
+class CountsGRPOTokens:
+    """The run's tokens (core.runs.tokens): every completion of a training batch's groups generated, and trained on
+    once per `num_iterations`."""
+
+    def _generate_and_score_completions(self, inputs):
+        output = super()._generate_and_score_completions(inputs)
+        if self.model.training:  # TRL's own test for a training batch
+            special = self.processing_class.all_special_ids
+            count = completion_tokens(output["completion_ids"], output["completion_mask"], special)
+            self.run.tokens.record(generated=count, trained=count * self.num_iterations)
+        return output
+
+
+class CountsPreferenceTokens:
+    """The run's tokens (core.runs.tokens): the chosen and rejected completions of every training batch (their
+    sampling is counted where the pairs were made)."""
+
+    def training_step(self, model, inputs, *args, **kwargs):
+        special = self.processing_class.all_special_ids
+        if "completion_mask" in inputs:  # DPO (and IPO): chosen and rejected rows, completion positions marked
+            count = completion_tokens(inputs["input_ids"], inputs["completion_mask"], special)
+        else:  # ORPO: each side's labels, the prompt and padding at -100
+            labels = (inputs["chosen_labels"], inputs["rejected_labels"])
+            count = sum(completion_tokens(ids, ids != -100, special) for ids in labels)
+        self.run.tokens.record(trained=count)
+        return super().training_step(model, inputs, *args, **kwargs)
+
+
+class CountsPPOTokens:
+    """The run's tokens (core.runs.tokens): every rollout response the reward adapter scores, trained on
+    `num_ppo_epochs` times (nothing is counted with a trained reward model: no adapter sees the responses)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if isinstance(kwargs.get("reward_model"), RewardFunctionModel):
+            kwargs["reward_model"].backbone.count_into(self.run.tokens, self.args.num_ppo_epochs)
+
+
+class GRPORecipeTrainer(RecipeTrainer, CountsGRPOTokens, GRPOTrainer):
     pass
 
 
-class ChunkedGRPORecipeTrainer(RecipeTrainer, ChunkedGRPOTrainer):
+class ChunkedGRPORecipeTrainer(RecipeTrainer, CountsGRPOTokens, ChunkedGRPOTrainer):
     pass
 
 
-class DPORecipeTrainer(RecipeTrainer, DPOTrainer):
+class DPORecipeTrainer(RecipeTrainer, CountsPreferenceTokens, DPOTrainer):
     pass
 
 
-class ChunkedDPORecipeTrainer(RecipeTrainer, ChunkedDPOTrainer):
+class ChunkedDPORecipeTrainer(RecipeTrainer, CountsPreferenceTokens, ChunkedDPOTrainer):
     pass
 
 
-class ORPORecipeTrainer(RecipeTrainer, ORPOTrainer):
+class ORPORecipeTrainer(RecipeTrainer, CountsPreferenceTokens, ORPOTrainer):
     pass
 
 
-class ChunkedORPORecipeTrainer(RecipeTrainer, ChunkedORPOTrainer):
+class ChunkedORPORecipeTrainer(RecipeTrainer, CountsPreferenceTokens, ChunkedORPOTrainer):
     pass
 
 
-class PPORecipeTrainer(RecipeTrainer, ResumablePPOTrainer):
+class PPORecipeTrainer(RecipeTrainer, CountsPPOTokens, ResumablePPOTrainer):
     pass
 
 
-class ChunkedPPORecipeTrainer(RecipeTrainer, ChunkedPPOTrainer):
+class ChunkedPPORecipeTrainer(RecipeTrainer, CountsPPOTokens, ChunkedPPOTrainer):
     pass
 
 

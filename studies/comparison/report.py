@@ -33,12 +33,12 @@ def headline_table(summary: dict) -> str:
     from the base, seconds per step and peak memory; with a code reward, the reward's time and the sandbox's rate."""
     code = any(a.get("sandbox_programs_per_second") for a in summary["methods"])
     compute = "rule" in summary  # tables since the Holm rule also say what each method spent
-    lines = [
-        "| method | sampled pass@1 | vs base | greedy | vs base | s/step | peak MB"
-        + (" | completions sampled | CPU s |" if compute else "")
-        + (" | reward s (share of training) | sandbox programs/s |" if code else (" |" if not compute else "")),
-        "|---|---|---|---|---|---|---|" + ("---|---|" if compute else "") + ("---|---|" if code else ""),
-    ]
+    tokens = compute and any(a.get("tokens_generated") for a in summary["methods"])  # none in runs before counting
+    columns = ["method", "sampled pass@1", "vs base", "greedy", "vs base", "s/step", "peak MB"]
+    columns += ["completions sampled", "CPU s"] if compute else []
+    columns += ["tokens sampled", "tokens trained"] if tokens else []
+    columns += ["reward s (share of training)", "sandbox programs/s"] if code else []
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     for a in summary["methods"]:
         run = next(r for r in summary["runs"] if r["method"] == a["method"])
         base = a["method"] == "base"  # one model, evaluated once: no cost, no difference
@@ -54,6 +54,9 @@ def headline_table(summary: dict) -> str:
         if compute:
             row += f" {'' if base else num(a['completions_generated'], ',.0f')} "
             row += f"| {'' if base else num(a['cpu_seconds'], ',.0f')} |"
+        if tokens:
+            row += f" {'' if base else num(a.get('tokens_generated'), ',.0f')} "
+            row += f"| {'' if base else num(a.get('tokens_trained'), ',.0f')} |"
         if code:
             reward = f"{a['reward_seconds']:.1f} ({a['reward_share']:.0%})" if a["reward_seconds"] is not None else ""
             rate = num(a["sandbox_programs_per_second"], ".0f") if a["sandbox_programs_per_second"] else ""

@@ -6,11 +6,12 @@ from pathlib import Path
 
 import yaml
 
+from core.inputs.data import pairs_cost
 from core.report.stats import over_seeds
 from core.runs.metrics import REWARD_KEYS, first_last, reward_curve
 from studies.comparison.inference import difference
 from studies.comparison.inference import shares as infer_shares
-from studies.runner import PREFERENCE_METHODS, SCRIPT, completions_generated, pairs_cost, samples_per_step
+from studies.runner import PREFERENCE_METHODS, SCRIPT, completions_generated, samples_per_step
 
 CLIPPED_FLAG = 0.05  # a method whose held-out completions hit the length limit more often than this is flagged
 
@@ -64,6 +65,10 @@ def summarise(runs: dict, evals: dict, estimates: dict | None, curves: dict | No
             # before training) and trained on (a pair is two), CPU seconds of training plus the pairs' sampling
             "completions_generated": completions_generated(method, config, steps),
             "completions_trained": 2 * samples if method in PREFERENCE_METHODS else samples,
+            # completion tokens (core.runs.tokens): generated (DPO/IPO/ORPO: the pairs' sampling), trained on with
+            # every pass counted; None for a run recorded before tokens were counted
+            "tokens_generated": tokens_generated(method, cost, pairs),
+            "tokens_trained": (cost.get("tokens") or {}).get("trained"),
             "cpu_seconds_training": training_cpu,
             "pair_sampling_cpu_seconds": pairs["cpu_seconds"] if pairs else None,
             "pair_sampling_seconds": pairs["wall_seconds"] if pairs else None,
@@ -93,6 +98,12 @@ def summarise(runs: dict, evals: dict, estimates: dict | None, curves: dict | No
     return records
 
 
+def tokens_generated(method: str, cost: dict, pairs: dict | None) -> int | None:
+    if method in PREFERENCE_METHODS:
+        return pairs.get("tokens_generated")
+    return (cost.get("tokens") or {}).get("generated")
+
+
 def same_machine(records: list[dict]) -> None:
     """One line, and no table, when the runs of a comparison come from more than one CPU class (their kernels take
     other paths: their numbers differ by more than seeds)."""
@@ -109,6 +120,8 @@ def same_machine(records: list[dict]) -> None:
 MEASURED_ONLY_WHEN_TRAINED = (
     "completions_generated",
     "completions_trained",
+    "tokens_generated",
+    "tokens_trained",
     "cpu_seconds",
     "peak_memory_mb",
     "train_seconds",
@@ -214,6 +227,8 @@ def aggregate(records: list[dict], inference: dict) -> list[dict]:
             "training_clipped_share",
             "completions_generated",
             "completions_trained",
+            "tokens_generated",
+            "tokens_trained",
             "cpu_seconds",
             "pair_sampling_cpu_seconds",
         ):

@@ -14,6 +14,7 @@ import math
 from pathlib import Path
 
 from core.evaluation.benchmarks import TASKS, load_task_data
+from core.inputs.data import pairs_cost
 from core.report.stats import share_over_seeds
 from core.runs.provenance import commit, cpu
 from studies.runner import (
@@ -21,7 +22,6 @@ from studies.runner import (
     PREFERENCE_METHODS,
     PROFILES,
     evaluate,
-    pairs_cost,
     precision_flags,
     recipe_config,
     sample_pairs,

@@ -8,13 +8,14 @@ import os
 from rewards.text import completion_text
 
 
-def record_prompts(completions, prompts=None, **kwargs) -> list[float]:
-    """Appends one line per call: the prompts and completions scored, the process's rank and a digest of torch's RNG
-    state. Scores completion length (any signal will do)."""
+def record_prompts(completions, prompts=None, completion_ids=None, **kwargs) -> list[float]:
+    """Appends one line per call: the prompts and completions scored (and, from GRPO, their token counts), the
+    process's rank and a digest of torch's RNG state. Scores completion length (any signal will do)."""
     texts = [completion_text(c) for c in completions]
     prompt_texts = [p if isinstance(p, str) else p[-1]["content"] for p in (prompts or [])]
     with open(os.environ["PROMPT_LOG"], "a") as fh:
         record = {"prompts": prompt_texts, "completions": texts, "rank": os.environ.get("RANK", "0")}
+        record["token_counts"] = [len(ids) for ids in completion_ids] if completion_ids is not None else None
         fh.write(json.dumps(record | {"rng": _rng_digest()}) + "\n")
     return [min(len(t), 100) / 100 for t in texts]
 

@@ -103,6 +103,11 @@ def test_grpo_under_deepspeed_records_the_stage_and_the_ranks_score_different_pr
     calls = [json.loads(line) for line in log.read_text().splitlines()]
     by_rank = {rank: {p for c in calls if c["rank"] == rank for p in c["prompts"]} for rank in ("0", "1")}
     assert len(calls) == 4 and all(by_rank.values()) and not by_rank["0"] & by_rank["1"]
+    # the tokens both ranks generated (TRL hands rewards each completion's ids with its end of turn; cost.json
+    # counts no special token): a sum over the ranks, trained on once
+    counts = [n for c in calls for n in c["token_counts"]]
+    tokens = json.loads((run / "cost.json").read_text())["tokens"]
+    assert sum(counts) - len(counts) <= tokens["generated"] <= sum(counts) and tokens["trained"] == tokens["generated"]
     config = yaml.safe_load((run / "config.yaml").read_text())
     assert config["load_in_4bit"] and config["bnb_4bit_quant_storage"] == ("float32" if stage == 3 else None)
     cost = json.loads((run / "cost.json").read_text())  # ZeRO-3 partitions the LoRA weights over the two ranks

@@ -33,6 +33,14 @@ def test_parquet_output_and_bad_output_name(tiny_world, tmp_path):
 
     assert len(rows) == 8
     assert len(datasets.load_dataset("parquet", data_files=str(out), split="train")) == len(rows)
+    # beside the pairs, what sampling them took: 4 completions of 8 prompts, each some tokens and none past the limit
+    sampled = json.loads((tmp_path / "pairs.cost.json").read_text())
+    assert {k: sampled[k] for k in ("prompts", "samples", "completions_generated")} == {
+        "prompts": 8,
+        "samples": 4,
+        "completions_generated": 32,
+    }
+    assert 32 < sampled["tokens_generated"] <= 32 * pairs.PairsArguments.max_new_tokens
     with pytest.raises(SystemExit, match="use a .jsonl or .parquet"):
         run_recipe(pairs, "recipes/configs/tiny/pairs.yaml", "--output", str(tmp_path / "pairs.csv"))
 

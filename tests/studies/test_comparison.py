@@ -15,7 +15,7 @@ from studies.comparison.report import compute_lines, headline_table
 from studies.comparison.summary import FROM_SCORES, MEASURED_ONLY_WHEN_TRAINED, same_machine
 from studies.comparison.sweep import key_grid, tune
 from studies.comparison.versus import sentence, what_holds
-from studies.runner import METHODS, steps_for
+from studies.runner import METHODS, recipe_config, steps_for
 from tests.conftest import REPO_ROOT, run_main
 
 # every run's record, the base's per seed too: what was measured (None where nothing trained) and its accuracies
@@ -188,6 +188,19 @@ def test_records_measured_costs_per_method(compare_results):
     for method in ("grpo", "ppo"):
         assert records[method]["cpu_seconds"] == records[method]["cpu_seconds_training"] > 0
         assert records[method]["pair_sampling_cpu_seconds"] is None
+    # completion tokens (special tokens not counted): every completion has some and none passes the length limit;
+    # GRPO trains once on what it sampled (num_iterations 1), PPO twice (num_ppo_epochs 2 in the tiny config)
+    limit = recipe_config("tiny", "grpo")[1]["max_completion_length"]
+    for method, passes in (("grpo", 1), ("ppo", 2)):
+        r = records[method]
+        assert r["completions_generated"] < r["tokens_generated"] <= r["completions_generated"] * limit
+        assert r["tokens_trained"] == passes * r["tokens_generated"]
+    assert pairs_cost["completions_generated"] < pairs_cost["tokens_generated"] <= 16 * 8 * limit
+    for method in ("dpo", "ipo", "orpo"):  # sampled: the pairs' tokens; trained: a chosen and a rejected per pair
+        r = records[method]
+        assert r["tokens_generated"] == pairs_cost["tokens_generated"]
+        assert r["completions_trained"] < r["tokens_trained"] <= r["completions_trained"] * limit
+    assert records["dpo"]["tokens_trained"] == records["ipo"]["tokens_trained"] == records["orpo"]["tokens_trained"]
     # PPO trains two networks, policy and critic (on one shared 4-bit base); the others one (the reference is the
     # adapter switched off)
     assert records["ppo"]["models_in_memory"] == 2
