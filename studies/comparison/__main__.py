@@ -61,13 +61,12 @@ from studies.comparison.report import plot, write_markdown
 from studies.comparison.scores import NAME as SCORES
 from studies.comparison.scores import read_scores, score_lines, write_scores
 from studies.comparison.summary import FROM_SCORES, aggregate, same_machine, summarise, with_statistics
-from studies.comparison.sweep import sweep
+from studies.comparison.sweep import sweep, sweep_plan
 from studies.memory.estimate import estimate_all
 from studies.runner import (
     CHECKPOINTS,
     METHODS,
     PROFILES,
-    SWEEP_GRID,
     add_precision_argument,
     checkpoint_curves,
     evaluate,
@@ -78,6 +77,9 @@ from studies.runner import (
     steps_for,
     train_all,
 )
+
+# The published comparisons (a real model's table reads a tiny world's from here, wherever its own --out is)
+PUBLISHED = Path(__file__).resolve().parents[2] / "results" / "compare"
 
 BUDGETS = {
     "prompts": "same prompts: every method sees the same training prompts once (GRPO samples k completions of each, "
@@ -110,7 +112,10 @@ def write_report(summary: dict, settings: dict, estimates: dict, out: Path) -> N
     """summary.md (with the folder's sweep, if one was run) and the plots, after a run or from its JSON (--report)."""
     sweep_path = out / "sweep.json"
     sweep_rows = json.loads(sweep_path.read_text()) if sweep_path.is_file() else None
-    write_markdown(summary, settings, out / "summary.md", sweep_rows)
+    checked = PROFILES[settings["profile"]].get("checks")  # a real model's table says whether a tiny world's holds
+    published = read_published(PUBLISHED / checked) if checked else None
+    checks = (checked, published[0]) if published else None
+    write_markdown(summary, settings, out / "summary.md", sweep_rows, checks)
     plot(summary, estimates, out)
 
 
@@ -131,13 +136,21 @@ def main(argv=None):
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
     parser.add_argument("--sweep", action="store_true", help="the learning-rate sweep on the validation split")
     parser.add_argument(
-        "--learning_rates", type=float, nargs="+", help="the sweep's grid for every method (default: SWEEP_GRID)"
+        "--learning_rates",
+        type=float,
+        nargs="+",
+        help="the sweep's grid for every method (default: SWEEP_GRID; a profile with its own `sweep` settings, smol: "
+        "each config's rate x 1/3, 1, 3)",
     )
     parser.add_argument("--validation_k", type=int, default=4, help="samples per validation problem")
-    parser.add_argument("--sweep_seeds", type=int, default=2, help="seeds per sweep point")
-    parser.add_argument("--sweep_extend", type=int, default=2, help="times a grid may grow past a winning edge")
+    parser.add_argument("--sweep_seeds", type=int, help="seeds per sweep point (default 2; smol 1)")
     parser.add_argument(
-        "--key_points", type=int, default=3, help="points of each method's own key at its chosen rate (0: none)"
+        "--sweep_extend", type=int, help="times a grid may grow past a winning edge (default 2; smol 0)"
+    )
+    parser.add_argument(
+        "--key_points",
+        type=int,
+        help="points of each method's own key at its chosen rate (0: none; default 3, smol 0)",
     )
     add_precision_argument(parser)
     parser.add_argument("--out", help="default results/compare/<profile>")
@@ -199,7 +212,9 @@ def main(argv=None):
     if args.sweep:
         if not validation:
             raise SystemExit(f"--profile {args.profile} has no validation split to sweep on")
-        grid = {m: args.learning_rates or SWEEP_GRID[m] for m in args.methods}
+        grid, plan = sweep_plan(
+            args.profile, args.methods, args.learning_rates, args.sweep_seeds, args.sweep_extend, args.key_points
+        )
         results = sweep(
             args.profile,
             prompts,
@@ -210,10 +225,8 @@ def main(argv=None):
             args.validation_k,
             limit,
             load_in_4bit=in_4bit,
-            seeds=args.sweep_seeds,
-            extend=args.sweep_extend,
-            key_points=args.key_points,
             resume=args.resume,
+            **plan,
         )
         for row in results:
             if row["chosen"] and row["method"] in args.methods:

@@ -5,6 +5,7 @@ from pathlib import Path
 
 from core.report.plots import rolling_mean
 from studies.comparison.versus import markdown, what_holds
+from studies.comparison.worlds import transfer_table
 from studies.runner import SCRIPT
 
 
@@ -94,7 +95,10 @@ def compute_lines(summary: dict) -> list[str]:
     return lines
 
 
-def write_markdown(summary: dict, settings: dict, path: Path, sweep: list | None = None) -> None:
+def write_markdown(
+    summary: dict, settings: dict, path: Path, sweep: list | None = None, checks: tuple[str, dict] | None = None
+) -> None:
+    """summary.md; with `checks` (a tiny world's profile and published summary), whether its claims hold here."""
     n_seeds = max(a["n_seeds"] for a in summary["methods"])
     lines = [
         f"# Method comparison, profile `{settings['profile']}`",
@@ -152,6 +156,8 @@ def write_markdown(summary: dict, settings: dict, path: Path, sweep: list | None
             f"| {pct(a['clipped_share'])} | {', '.join(flags)} |"
         )
     lines += ["", "## What holds", "", what_holds(summary)]
+    if checks:
+        lines += ["", *transfer_table(checks[1], summary, checks[0], settings["profile"])]
     compute = compute_lines(summary)
     lines += ["", "## Accuracy against compute", "", *compute] if compute else []
     if summary.get("against_base"):

@@ -21,6 +21,7 @@ from studies.runner import (
     METHODS,
     PREFERENCE_METHODS,
     PROFILES,
+    SWEEP_GRID,
     evaluate,
     precision_flags,
     recipe_config,
@@ -41,6 +42,38 @@ def key_grid(centre: float, points: int) -> list[float]:
     """
     half = points // 2
     return [float(f"{centre * KEY_STEP**i:.3g}") for i in range(-half, points - half)]
+
+
+def sweep_plan(
+    profile: str,
+    methods,
+    learning_rates: list[float] | None = None,
+    seeds: int | None = None,
+    extend: int | None = None,
+    key_points: int | None = None,
+) -> tuple[dict, dict]:
+    """(method -> learning-rate grid, the sweep's seeds, extend and key_points): what is given, else the profile's own
+    sweep (PROFILES' `sweep`; the real model: its config's rate x 1/3, 1, 3 at one seed, no extension, no keys), else
+    SWEEP_GRID at 2 seeds, extended at most twice, each key at 3 points.
+
+    >>> grid, plan = sweep_plan("smol", ["grpo", "dpo"])
+    >>> grid
+    {'grpo': [6.67e-05, 0.0002, 0.0006], 'dpo': [1.67e-05, 5e-05, 0.00015]}
+    >>> plan
+    {'seeds': 1, 'extend': 0, 'key_points': 0}
+    >>> sweep_plan("tiny", ["ppo"], seeds=3)
+    ({'ppo': [0.0002, 0.0005, 0.001]}, {'seeds': 3, 'extend': 2, 'key_points': 3})
+    """
+    own = PROFILES[profile].get("sweep")
+    defaults = own or {"seeds": 2, "extend": 2, "key_points": 3}
+    if learning_rates:
+        grid = {m: sorted(learning_rates) for m in methods}
+    elif own:
+        grid = {m: key_grid(recipe_config(profile, m)[1]["learning_rate"], 3) for m in methods}
+    else:
+        grid = {m: SWEEP_GRID[m] for m in methods}
+    given = {"seeds": seeds, "extend": extend, "key_points": key_points}
+    return grid, {name: defaults[name] if value is None else value for name, value in given.items()}
 
 
 def past_the_edge(values: list[float], best: float) -> float | None:

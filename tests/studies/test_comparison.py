@@ -1,5 +1,6 @@
 """`make compare`: a small-budget run on the tiny world produces every file with every field, measured."""
 
+import copy
 import json
 import math
 import shutil
@@ -9,12 +10,13 @@ import pytest
 
 from core.report.stats import crossed_difference, detectable_difference
 from core.runs.metrics import first_last
-from studies.comparison.__main__ import from_scores, main
+from studies.comparison.__main__ import from_scores, main, write_report
 from studies.comparison.published import against_published, read_published
 from studies.comparison.report import compute_lines, headline_table
 from studies.comparison.summary import FROM_SCORES, MEASURED_ONLY_WHEN_TRAINED, same_machine
 from studies.comparison.sweep import key_grid, tune
 from studies.comparison.versus import sentence, what_holds
+from studies.comparison.worlds import rows_of, said, transfer_table
 from studies.runner import METHODS, recipe_config, steps_for
 from tests.conftest import REPO_ROOT, run_main
 
@@ -338,6 +340,41 @@ def test_sweep_writes_its_file_and_chooses_on_validation(tiny_world, tmp_path):
     }
     assert len(questions["validation"]) == 200
     assert not questions["validation"] & questions["train"] and not questions["validation"] & questions["test"]
+
+
+def test_whether_a_tiny_worlds_claims_hold_on_a_real_model_is_read_from_both_rows():
+    tiny = json.loads((REPO_ROOT / "results" / "compare" / "tiny" / "summary.json").read_text())
+    claims = [key for key, row in rows_of(tiny).items() if said(row).count(">")]
+    assert len(claims) >= 3
+    real = copy.deepcopy(tiny)
+    rows = rows_of(real)
+    flipped, unseen = rows[claims[0]], rows[claims[1]]
+    flipped["mean"], flipped["ci95"] = -flipped["mean"], [-x for x in reversed(flipped["ci95"])]
+    unseen |= {"claimed": False, "excludes_zero": False, "detectable": 2 * abs(unseen["mean"])}
+    lines = transfer_table(tiny, real, "tiny", "smol")
+    table = [line for line in lines if line.startswith("| ") and not line.startswith("| claim")]
+    assert len(table) == len(claims)  # one line per claim of the tiny world
+    assert table[0].endswith("| flips |") and "| not told apart (it could have detected only" in table[1]
+    assert all(line.endswith("| holds |") for line in table[2:])
+    assert f"Of the {len(claims)} claims of `tiny`: {len(claims) - 2} holds, 1 flips, 1 not told apart." in lines
+    # the real model's own claim the tiny world did not make is said too
+    tiny_rows = rows_of(tiny)
+    quiet = next(key for key, row in tiny_rows.items() if not said(row).count(">"))
+    rows_of(real)[quiet] |= {"claimed": True, "excludes_zero": True}
+    assert any(
+        line.startswith("Claimed on `smol` and not on `tiny`: ") for line in transfer_table(tiny, real, "tiny", "smol")
+    )
+
+
+@pytest.mark.slow
+def test_the_real_models_report_checks_the_published_tiny_table(compare_results, tmp_path):
+    summary = json.loads((compare_results / "summary.json").read_text())
+    settings = json.loads((compare_results / "settings.json").read_text())
+    write_report(summary, settings | {"profile": "smol"}, None, tmp_path)
+    text = (tmp_path / "summary.md").read_text()
+    assert "## Does `tiny` hold on `smol`?" in text
+    write_report(summary, settings, None, tmp_path)  # the tiny world's own table checks nothing
+    assert "## Does" not in (tmp_path / "summary.md").read_text()
 
 
 @pytest.mark.parametrize("profile", ["tiny", "tiny-code"])

@@ -1,0 +1,99 @@
+"""Whether a tiny world's claims hold on a real model: every difference of the tiny world's family (a method against
+the base, a method against a method, in sampled pass@1 and greedy accuracy) beside the same difference on the real
+model, each read under its own comparison's rule (studies.comparison.inference), with a verdict generated from the
+two rows. The real model's comparison prints it under its own tables (`make compare PROFILE=smol`, checked against
+results/compare/tiny/summary.json).
+
+>>> tiny = {"a": "grpo", "b": "base", "metric": "sampled", "mean": 0.1, "ci95": [0.05, 0.15], "claimed": True,
+...         "detectable": None}
+>>> verdict(tiny, tiny | {"mean": 0.02, "ci95": [0.01, 0.03]})
+'holds'
+>>> verdict(tiny, tiny | {"mean": -0.02, "ci95": [-0.03, -0.01]})
+'flips'
+>>> verdict(tiny, tiny | {"mean": 0.01, "ci95": [-0.05, 0.07], "claimed": False, "detectable": 0.08})
+'not seen (the real run could have detected 8.0 points)'
+>>> verdict(tiny, tiny | {"mean": 0.01, "ci95": [-0.2, 0.22], "claimed": False, "detectable": 0.31})
+'not told apart (it could have detected only 31.0 points)'
+>>> verdict(tiny, None)
+'not measured'
+"""
+
+from studies.comparison.inference import METRICS
+from studies.comparison.versus import detectable, points
+
+
+def _claimed(row: dict) -> bool:
+    return row["claimed"] if "claimed" in row else row["excludes_zero"]  # tables before the Holm rule
+
+
+def said(row: dict) -> str:
+    """One row as a claim in words: its order where claimed, else 'not told apart'.
+
+    >>> said({"a": "grpo", "b": "ppo", "metric": "sampled", "mean": -0.05, "ci95": [-0.09, -0.01], "claimed": True})
+    'PPO > GRPO'
+    >>> said({"a": "dpo", "b": "base", "metric": "greedy", "mean": 0.05, "ci95": [0.01, 0.09], "claimed": True})
+    'DPO > base'
+    """
+    a, b = row["a"].upper(), "base" if row["b"] == "base" else row["b"].upper()
+    if not _claimed(row):
+        return f"{a} ~ {b}"
+    return f"{a} > {b}" if row["mean"] > 0 else f"{b} > {a}"
+
+
+def verdict(tiny: dict, real: dict | None) -> str:
+    """What the real model's row says of the tiny world's claim `tiny` (a claimed row)."""
+    if real is None:
+        return "not measured"
+    if _claimed(real):
+        return "holds" if (real["mean"] > 0) == (tiny["mean"] > 0) else "flips"
+    could = real.get("detectable")
+    if could is not None and could <= abs(tiny["mean"]):
+        return f"not seen (the real run could have detected {detectable(could)})"
+    return f"not told apart (it could have detected only {detectable(could)})" if could else "not told apart"
+
+
+def rows_of(summary: dict) -> dict:
+    """(a, b, metric) -> row, over the family's rows against the base and between methods."""
+    return {(r["a"], r["b"], r["metric"]): r for r in summary.get("against_base", []) + summary.get("versus", [])}
+
+
+def transfer_table(tiny: dict, real: dict, tiny_name: str, real_name: str) -> list[str]:
+    """The markdown section: each claim of the tiny world (orders and gains over the base, both metrics) beside the
+    real model's row and the verdict; then what the real model claims that the tiny world did not."""
+    tiny_rows, real_rows = rows_of(tiny), rows_of(real)
+    lines = [
+        f"## Does `{tiny_name}` hold on `{real_name}`?",
+        "",
+        f"Each difference `{tiny_name}` claims (Holm over its own family), beside the same difference on "
+        f"`{real_name}` under this comparison's rule; budgets: `{tiny.get('budget', 'prompts')}` and "
+        f"`{real.get('budget', 'prompts')}`. 'not seen' means the real run could have detected a difference as large "
+        "as the tiny world's and saw none; 'not told apart' that it could not have.",
+        "",
+        f"| claim on `{tiny_name}` | metric | `{tiny_name}` A - B | `{real_name}` A - B | on `{real_name}` "
+        "| verdict |",
+        "|---|---|---|---|---|---|",
+    ]
+    counts = {}
+    for key, row in tiny_rows.items():
+        if not _claimed(row):
+            continue
+        other = real_rows.get(key)
+        said_there = "" if other is None else said(other)
+        seen = "" if other is None else points(other["mean"], other["ci95"])
+        judged = verdict(row, other)
+        counts[judged.split(" (")[0]] = counts.get(judged.split(" (")[0], 0) + 1
+        lines.append(
+            f"| {said(row)} | {METRICS[row['metric']]} | {points(row['mean'], row['ci95'])} | {seen} "
+            f"| {said_there} | {judged} |"
+        )
+    new = [r for key, r in real_rows.items() if _claimed(r) and (key not in tiny_rows or not _claimed(tiny_rows[key]))]
+    tally = ", ".join(f"{n} {what}" for what, n in sorted(counts.items(), key=lambda kv: -kv[1])) or "none"
+    lines += ["", f"Of the {sum(counts.values())} claims of `{tiny_name}`: {tally}."]
+    if new:
+        lines += [
+            "",
+            f"Claimed on `{real_name}` and not on `{tiny_name}`: "
+            + "; ".join(f"{said(r)} in {METRICS[r['metric']]} ({points(r['mean'], r['ci95'])} points)" for r in new)
+            + ".",
+        ]
+    return lines
