@@ -2,12 +2,12 @@
 rate over a grid, every point at `seeds` seeds (each seed its own pairs for DPO, IPO and ORPO, as in the comparison);
 a grid whose best point is at an edge is extended one step past that edge, at most `extend` times, and a best point
 still at an edge is recorded as such. Then, at the chosen rate, each method's own key at `key_points` points around
-its config's value (DPO, IPO and ORPO beta; PPO kl_coef and the critic's own learning rate; GRPO's beta has its own
-study); a key's point at the value the chosen rate already trained with is that same run, not a second one. The best
-mean over seeds is chosen. Writes sweep.json (one row per method, key and value: every seed's number, the mean with
-its bounded interval, the commit and CPU it ran on) after every point, so a sweep spread over sessions resumes from
-its committed file (`resume`: a point measured before with the same seeds, prompts and validation is kept), and
-sweep.png at the end."""
+its config's value, extended the same way (DPO, IPO and ORPO beta; PPO kl_coef and the critic's own learning rate;
+GRPO's beta has its own study); a key's point at the value the chosen rate already trained with is that same run, not
+a second one. The best mean over seeds is chosen. Writes sweep.json (one row per method, key and value: every seed's
+number, the mean with its bounded interval, the commit and CPU it ran on) after every point, so a sweep spread over
+sessions resumes from its committed file (`resume`: a point measured before with the same seeds, prompts and
+validation is kept), and sweep.png at the end."""
 
 import json
 import math
@@ -257,7 +257,7 @@ def sweep(
             done = {middle: {**chosen, "key": key, "value": middle, "same_run_as": "learning_rate"}}
             if not math.isclose(middle, centre):
                 done = {}
-            results += tune(lambda v, m=method, k=key, r=chosen["value"]: point(m, k, v, r), grid_, 0, done)
+            results += tune(lambda v, m=method, k=key, r=chosen["value"]: point(m, k, v, r), grid_, extend, done)
         save()
 
     results = in_order(kept + results)
