@@ -241,7 +241,14 @@ def sweep(
     def save() -> None:
         finished = {id(r) for r in results}
         unfinished = [{**r, "chosen": False, "at_edge": False} for r in progress if id(r) not in finished]
-        path.write_text(json.dumps(in_order(kept + results + unfinished), indent=2) + "\n")
+        # a resumed sweep's points it has not reached yet stay in the file until it does
+        reached = {(r["method"], r.get("key"), r.get("value")) for r in results + progress}
+        ahead = [
+            r
+            for r in earlier
+            if resume and r["method"] in methods and (r["method"], r.get("key"), r.get("value")) not in reached
+        ]
+        path.write_text(json.dumps(in_order(kept + results + unfinished + ahead), indent=2) + "\n")
 
     for method in methods:
         done = {}
