@@ -60,6 +60,7 @@ from studies.comparison.published import against_published, read_published
 from studies.comparison.report import plot, write_markdown
 from studies.comparison.scores import NAME as SCORES
 from studies.comparison.scores import read_scores, score_lines, write_scores
+from studies.comparison.shared_runs import Elapsed, borrow, borrowed_note, training_digest
 from studies.comparison.summary import FROM_SCORES, aggregate, same_machine, summarise, with_statistics
 from studies.comparison.sweep import sweep, sweep_plan
 from studies.memory.estimate import estimate_all
@@ -162,6 +163,12 @@ def main(argv=None):
         "holds that were measured the same way",
     )
     parser.add_argument(
+        "--same_runs_from",
+        help="with --budget completions and --resume: the same-prompts comparison whose GRPO, DPO, IPO and ORPO runs "
+        "this one takes instead of training them again, where it ran the same training code, prompts and evaluation "
+        "(default results/compare/<profile>)",
+    )
+    parser.add_argument(
         "--report",
         action="store_true",
         help="rewrite summary.md and the plots from the folder's summary.json and settings.json; trains nothing",
@@ -243,6 +250,27 @@ def main(argv=None):
     checkpoints, precision = CHECKPOINTS if validation else 0, precision_flags(in_4bit)
     k = grpo_config.get("num_generations", 8)
     prompts_for = {"ppo": prompts * k} if args.budget == "completions" else None
+    eval_n = len(load_task_data(TASKS[profile["task"]], None, limit))
+    same = {
+        "profile": args.profile,
+        "prompts": prompts,
+        "eval_k": eval_k,
+        "eval_n": eval_n,
+        "temperature": temperature,
+        "load_in_4bit": in_4bit,
+        "validation_k": args.validation_k,
+        "training_digest": training_digest(),
+    }
+    borrowed = []
+    source = Path(args.same_runs_from) if args.same_runs_from else PUBLISHED / args.profile
+    if prompts_for and args.resume and source.resolve() != out.resolve():
+        # the methods whose budget is the same under both: the same-prompts comparison's runs, not trained again
+        borrowed = borrow(source, out, [m for m in args.methods if m not in prompts_for], args.seeds, same)
+        if borrowed:
+            print(
+                f"[compare] the same runs as {source} (same training code, prompts, evaluation): {', '.join(borrowed)}"
+            )
+    elapsed = Elapsed(out, args.resume)
     for seed in range(args.seeds):
         runs |= train_all(
             args.profile,
@@ -255,6 +283,7 @@ def main(argv=None):
             prompts_for=prompts_for,
             resume=args.resume,
         )
+        elapsed.save()
     model_name = grpo_config["model_name_or_path"]
     evals = evaluate_all(
         model_name, runs, profile["task"], limit, eval_k, temperature, out, load_in_4bit=in_4bit, resume=args.resume
@@ -291,19 +320,13 @@ def main(argv=None):
     summary = from_scores(records, read_scores(out), args.methods, base_validation, args.budget)
     measure = next((r["memory_measure"] for r in records if "memory_measure" in r), "n/a")
     settings = {
-        "profile": args.profile,
+        **same,
         "budget": args.budget,
         "budget_means": BUDGETS[args.budget],
         "methods": args.methods,
         "task": profile["task"],
-        "prompts": prompts,
         "seeds": args.seeds,
-        "eval_n": len(evals[("base", 0)]["greedy_per_problem"]),
-        "eval_k": eval_k,
-        "temperature": temperature,
-        "load_in_4bit": in_4bit,
         "validation": validation,
-        "validation_k": args.validation_k,
         "learning_rates": {m: recipe_config(args.profile, m)[1].get("learning_rate") for m in args.methods},
         "headline": "sampled pass@1",
         "memory_measure": measure,
@@ -314,7 +337,10 @@ def main(argv=None):
         **cpu(),
         "cpus": os.cpu_count(),
         "versions": library_versions(),
-        "seconds": round(time.time() - start, 1),
+        # wall seconds of every invocation that worked on this table (--resume adds them up), and of this one
+        "seconds": round(elapsed.save(), 1),
+        "seconds_this_invocation": round(time.time() - start, 1),
+        "borrowed": borrowed_note(source, borrowed),
         "steps": {
             m: steps_for(m, recipe_config(args.profile, m)[1], (prompts_for or {}).get(m, prompts))
             for m in ("grpo", "ppo")

@@ -462,12 +462,32 @@ def test_a_grid_whose_best_point_is_at_an_edge_grows_past_it_at_most_twice():
 def test_the_same_completions_budget_gives_ppo_k_times_the_prompts(tiny_world, tmp_path, capsys):
     """--budget completions: every method samples the same number of completions (PPO one for each of k x the
     prompts, GRPO k for each prompt), and the checkpoints of both sit at the same completion counts."""
-    out = tmp_path / "completions"
-    argv = ["--profile", "tiny", "--budget", "completions", "--prompts", "8", "--methods", "grpo", "ppo"]
-    argv += ["--eval_limit", "8", "--eval_k", "2", "--validation_k", "2", "--seeds", "1", "--load_in_4bit", "false"]
-    run_main("studies.comparison", *argv, "--out", str(out))
+    out, same_prompts = tmp_path / "completions", tmp_path / "prompts"
+    common = ["--eval_limit", "8", "--eval_k", "2", "--validation_k", "2", "--seeds", "1", "--load_in_4bit", "false"]
+    run_main(
+        "studies.comparison",
+        "--profile",
+        "tiny",
+        "--prompts",
+        "8",
+        "--methods",
+        "grpo",
+        *common,
+        "--out",
+        str(same_prompts),
+    )
+    argv = ["--profile", "tiny", "--budget", "completions", "--prompts", "8", "--methods", "grpo", "ppo", *common]
+    # GRPO trains as under the same-prompts budget: that comparison's run is taken, not trained again
+    capsys.readouterr()
+    run_main("studies.comparison", *argv, "--out", str(out), "--resume", "--same_runs_from", str(same_prompts))
+    printed = capsys.readouterr().out
+    assert "the same runs as " in printed and "training grpo" not in printed and "training ppo (seed 0)" in printed
     summary = json.loads((out / "summary.json").read_text())
     settings = json.loads((out / "settings.json").read_text())
+    assert settings["borrowed"]["runs"] == ["grpo-seed0"]
+    grpo_there = json.loads((same_prompts / "summary.json").read_text())["runs"]
+    grpo_there = next(r for r in grpo_there if r["method"] == "grpo")
+    assert next(r for r in summary["runs"] if r["method"] == "grpo")["sampled_pass1"] == grpo_there["sampled_pass1"]
     assert summary["budget"] == settings["budget"] == "completions" and settings["steps"] == {"grpo": 1, "ppo": 8}
     runs = {r["method"]: r for r in summary["runs"]}
     assert runs["grpo"]["completions_generated"] == runs["ppo"]["completions_generated"] == 64
