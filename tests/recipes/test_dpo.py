@@ -8,9 +8,11 @@ CONFIG = "recipes/configs/tiny/dpo.yaml"
 
 def test_ipo_is_dpo_with_the_squared_loss_named_ipo(tiny_world, tiny_pairs, tmp_path, capsys):
     """`make ipo`: the DPO script with recipes/configs/tiny/ipo.yaml. At the first step the adapter is the identity
-    (LoRA's B starts at zero), so every log-ratio is 0 and IPO's loss is (0 - 1/(2 beta))^2 = 0.25 at beta 1, where
+    (LoRA's B starts at zero), so every log-ratio is 0 and IPO's loss is (0 - 1/(2 beta))^2 (0.25 at beta 1), where
     DPO's sigmoid loss would be log 2."""
     import json
+
+    import yaml
 
     out = tmp_path / "run"
     run_recipe(
@@ -27,7 +29,8 @@ def test_ipo_is_dpo_with_the_squared_loss_named_ipo(tiny_world, tiny_pairs, tmp_
     )
     rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     first = next(row for row in rows if "loss" in row)
-    assert abs(first["loss"] - 0.25) < 1e-3, first
+    beta = yaml.safe_load(open("recipes/configs/tiny/ipo.yaml"))["beta"]
+    assert abs(first["loss"] - (1 / (2 * beta)) ** 2) < 1e-3, first
     assert_run_summary(out, "ipo", capsys.readouterr().out)
 
 
