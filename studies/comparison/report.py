@@ -1,6 +1,7 @@
 """The comparison's report: summary.md and its plots (memory.png, accuracy.png, rewards.png, compute.png)."""
 
 import json
+import textwrap
 from pathlib import Path
 
 from core.report.plots import rolling_mean
@@ -93,6 +94,62 @@ def compute_lines(summary: dict) -> list[str]:
     if lines and base is not None:
         lines.insert(0, f"Validation sampled pass@1 (base {base:.1%}), range over seeds, first -> last checkpoint:")
     return lines
+
+
+def provenance(summary: dict, settings: dict) -> str:
+    """Where and in how long a table was measured, from its settings.json (a README holds it to the file).
+
+    >>> settings = {"commit": "0123456789abcdef", "cpus": 2, "cpu": "AMD EPYC", "kernel_flags": ["avx2", "avx512f"],
+    ...             "seconds": 2500.4, "seeds": 5}
+    >>> summary = {"runs": [{"method": "base"}] + [{"method": "grpo"}] * 5}
+    >>> print(provenance(summary, settings))
+    **Measured at commit 0123456 on a 2-core AMD EPYC (`avx2 avx512f`)**, 2,500 s for 5 trainings and
+    their evaluations.
+    """
+    trained = sum(r["method"] != "base" for r in summary["runs"])
+    borrowed = len(settings.get("borrowed", {}).get("runs", [])) if settings.get("borrowed") else 0
+    took = f", {borrowed} of them taken from {settings['borrowed']['from']}" if borrowed else ""
+    said = (
+        f"**Measured at commit {settings['commit'][:7]} on a {settings['cpus']}-core {settings['cpu']} "
+        f"(`{' '.join(settings['kernel_flags'])}`)**, {settings['seconds']:,.0f} s for {trained} trainings{took} and "
+        "their evaluations."
+    )
+    return textwrap.fill(said, 100, break_on_hyphens=False)
+
+
+def swept_value(row: dict) -> float:
+    return row["value"] if "value" in row else row["learning_rate"]  # rows swept before keys were: rates
+
+
+def sweep_summary(rows: list[dict]) -> str:
+    """sweep.json in one line per method and key: each value's validation sampled pass@1 (mean over seeds), the
+    chosen one in bold, and whether it sits at the grid's edge (a README holds it to the file).
+
+    >>> rows = [{"method": "dpo", "key": "beta", "value": v, "validation_sampled_pass1": a, "chosen": c,
+    ...          "at_edge": c, "seeds": [0, 1]} for v, a, c in ((0.1, 0.63, False), (0.3, 0.64, True))]
+    >>> print(sweep_summary(rows))
+    | method | key | validation sampled pass@1 at each value (mean of the seeds) | chosen |
+    |---|---|---|---|
+    | dpo | beta | 0.1: 63.0% / **0.3: 64.0%** | 0.3, at the grid's edge (2 seeds a point) |
+    """
+    lines = [
+        "| method | key | validation sampled pass@1 at each value (mean of the seeds) | chosen |",
+        "|---|---|---|---|",
+    ]
+    for method, key in dict.fromkeys((r["method"], r.get("key", "learning_rate")) for r in rows):
+        own = [r for r in rows if (r["method"], r.get("key", "learning_rate")) == (method, key)]
+        cells = []
+        for r in own:
+            value = f"{swept_value(r):g}: {r['validation_sampled_pass1']:.1%}"
+            cells.append(f"**{value}**" if r["chosen"] else value)
+        chosen = next(r for r in own if r["chosen"])
+        edge = ", at the grid's edge" if chosen.get("at_edge") else ""
+        seeds = len(chosen.get("seeds", [0]))
+        lines.append(
+            f"| {method} | {key} | {' / '.join(cells)} | {swept_value(chosen):g}{edge} "
+            f"({seeds} seed{'s' if seeds > 1 else ''} a point) |"
+        )
+    return "\n".join(lines)
 
 
 def write_markdown(

@@ -11,7 +11,7 @@ results/compare/tiny/summary.json).
 >>> verdict(tiny, tiny | {"mean": -0.02, "ci95": [-0.03, -0.01]})
 'flips'
 >>> verdict(tiny, tiny | {"mean": 0.01, "ci95": [-0.05, 0.07], "claimed": False, "detectable": 0.08})
-'not seen (the real run could have detected 8.0 points)'
+'not seen (it could have detected 8.0 points)'
 >>> verdict(tiny, tiny | {"mean": 0.01, "ci95": [-0.2, 0.22], "claimed": False, "detectable": 0.31})
 'not told apart (it could have detected only 31.0 points)'
 >>> verdict(tiny, None)
@@ -48,23 +48,38 @@ def verdict(tiny: dict, real: dict | None) -> str:
         return "holds" if (real["mean"] > 0) == (tiny["mean"] > 0) else "flips"
     could = real.get("detectable")
     if could is not None and could <= abs(tiny["mean"]):
-        return f"not seen (the real run could have detected {detectable(could)})"
+        return f"not seen (it could have detected {detectable(could)})"
     return f"not told apart (it could have detected only {detectable(could)})" if could else "not told apart"
 
 
 def rows_of(summary: dict) -> dict:
-    """(a, b, metric) -> row, over the family's rows against the base and between methods."""
-    return {(r["a"], r["b"], r["metric"]): r for r in summary.get("against_base", []) + summary.get("versus", [])}
+    """(a, b, metric) -> row, over the family's rows against the base and between methods (a table from before the
+    Holm rule: its rows against the base made from each method's paired difference and the seeds' interval, claimed
+    where that interval excluded zero, as it was published)."""
+    against_base = summary.get("against_base")
+    if against_base is None:
+        against_base = []
+        for entry in summary["methods"]:
+            for metric in METRICS if entry["method"] != "base" else ():
+                low, high = entry[f"{metric}_vs_base_ci95_seeds"]
+                mean, excludes = entry[f"{metric}_vs_base"], low > 0 or high < 0
+                row = {"a": entry["method"], "b": "base", "metric": metric, "mean": mean, "ci95": [low, high]}
+                against_base.append(row | {"excludes_zero": excludes})
+    return {(r["a"], r["b"], r["metric"]): r for r in against_base + summary.get("versus", [])}
 
 
-def transfer_table(tiny: dict, real: dict, tiny_name: str, real_name: str) -> list[str]:
+def transfer_table(
+    tiny: dict, real: dict, tiny_name: str, real_name: str, title: str | None = None, intro: str | None = None
+) -> list[str]:
     """The markdown section: each claim of the tiny world (orders and gains over the base, both metrics) beside the
-    real model's row and the verdict; then what the real model claims that the tiny world did not."""
+    real model's row and the verdict; then what the real model claims that the tiny world did not. (Any two tables
+    of the same methods: an earlier table and its rerun, with `title` and `intro`.)"""
     tiny_rows, real_rows = rows_of(tiny), rows_of(real)
     lines = [
-        f"## Does `{tiny_name}` hold on `{real_name}`?",
+        title or f"## Does `{tiny_name}` hold on `{real_name}`?",
         "",
-        f"Each difference `{tiny_name}` claims (Holm over its own family), beside the same difference on "
+        intro
+        or f"Each difference `{tiny_name}` claims (Holm over its own family), beside the same difference on "
         f"`{real_name}` under this comparison's rule; budgets: `{tiny.get('budget', 'prompts')}` and "
         f"`{real.get('budget', 'prompts')}`. 'not seen' means the real run could have detected a difference as large "
         "as the tiny world's and saw none; 'not told apart' that it could not have.",
@@ -97,3 +112,15 @@ def transfer_table(tiny: dict, real: dict, tiny_name: str, real_name: str) -> li
             + ".",
         ]
     return lines
+
+
+def replaced_section(old: dict, new: dict, old_name: str) -> list[str]:
+    """A rerun's README section: each claim of the table it replaced (`old`, kept as replaced.json beside it) and
+    what the rerun says of it."""
+    intro = (
+        f"Each claim of the table this one replaced ({old_name}; under its own rule: an order where the 95% "
+        "interval excluded zero, no correction), beside the same difference here (Holm over this table's family). "
+        "'not seen': this run could have detected a difference as large as the old one and saw none; 'not told "
+        "apart': it could not have."
+    )
+    return transfer_table(old, new, "old", "new", "## Against the table this one replaced", intro)
