@@ -57,7 +57,8 @@ def sentence(row: dict) -> str:
     DPO and ORPO are not told apart in greedy accuracy: +1.0 [-2.0, +4.0] points, Holm p 1.000
     the run could have detected 4.2 points (1 seed x 200 problems).
     """
-    a, b, metric = row["a"].upper(), row["b"].upper(), METRICS[row["metric"]]
+    a, b = (m if m == "base" else m.upper() for m in (row["a"], row["b"]))  # the base is no method's name
+    metric = METRICS[row["metric"]]
     n_seeds = len(row["seeds"])
     where = f"({n_seeds} seed{'s' if n_seeds > 1 else ''} x {row['problems']} problems)"
     holm = f", Holm p {adjusted(row['p_holm'])}" if "p_holm" in row else ""
@@ -195,7 +196,11 @@ def what_holds(summary: dict) -> str:
                 seen = f" (could have detected {detectable(r['detectable'])})" if "detectable" in r else ""
                 ties.append(f"{r['a'].upper()} and {r['b'].upper()}{seen}")
         said = [f"{w.upper()} > {', '.join(m.upper() for m in losers)}" for w, losers in beats.items()]
-        said += [f"not told apart: {', '.join(ties)}"] if ties else []
+        seen = [r["detectable"] for r in rows if not _claimed(r) and r.get("detectable")]
+        if not beats and len(ties) > 2 and len(seen) == len(ties):  # every pair: one line, not one clause each
+            said = [f"no two told apart (could have detected {detectable(min(seen))} to {detectable(max(seen))})"]
+        else:
+            said += [f"not told apart: {', '.join(ties)}"] if ties else []
         pairwise.append(f"in {name} " + "; ".join(said))
     if "rule" in summary:
         text = (

@@ -12,11 +12,12 @@ from core.report.stats import crossed_difference, detectable_difference
 from core.runs.metrics import first_last
 from studies.comparison.__main__ import from_scores, main, write_report
 from studies.comparison.published import against_published, read_published
-from studies.comparison.report import compute_lines, headline_table
+from studies.comparison.report import compute_lines, headline_table, provenance, sweep_summary
+from studies.comparison.scores import read_scores
 from studies.comparison.summary import FROM_SCORES, MEASURED_ONLY_WHEN_TRAINED, same_machine
 from studies.comparison.sweep import key_grid, tune
-from studies.comparison.versus import sentence, what_holds
-from studies.comparison.worlds import rows_of, said, transfer_table
+from studies.comparison.versus import markdown, sentence, what_holds
+from studies.comparison.worlds import replaced_section, rows_of, said, transfer_table
 from studies.runner import METHODS, recipe_config, steps_for
 from tests.conftest import REPO_ROOT, run_main
 
@@ -131,15 +132,16 @@ def test_a_rerun_is_printed_against_the_published_table():
     folder = REPO_ROOT / "results" / "compare" / "tiny"
     published = read_published(folder)
     summary = json.loads(json.dumps(published[0]))
-    settings = dict(published[1]) | {"load_in_4bit": True, "budget": "prompts"}
-    assert "load_in_4bit" not in published[1]  # published before it was recorded: 4-bit, as the configs train
+    settings = dict(published[1])
+    assert (settings["load_in_4bit"], settings["budget"]) == (True, "prompts")
     grpo = next(a for a in summary["methods"] if a["method"] == "grpo")
-    published_grpo, (_, high) = grpo["sampled_pass1"], grpo["sampled_pass1_ci95_seeds"]
+    published_grpo, (_, high) = grpo["sampled_pass1"], grpo["sampled_pass1_ci95"]
     grpo["sampled_pass1"] = high + 0.05  # above the published interval
     settings["kernel_flags"] = ["avx512_bf16", "amx_tile"]
     lines = against_published(summary, settings, published)
     assert "another CPU, numbers may differ" in lines[0]
-    unrecorded = {k: v for k, v in published[1].items() if k not in ("cpu", "kernel_flags")}  # an older table's
+    # an older table's settings, before the CPU, the precision and the budget were recorded (they ran as the defaults)
+    unrecorded = {k: v for k, v in published[1].items() if k not in ("cpu", "kernel_flags", "load_in_4bit", "budget")}
     assert "the published CPU unrecorded" in against_published(summary, settings, (published[0], unrecorded))[0]
     grpo_sampled = next(line for line in lines if line.split()[:3] == ["grpo", "sampled", "pass@1"])
     assert grpo_sampled.endswith("no") and f"{(high + 0.05 - published_grpo) * 100:+6.1f} points" in grpo_sampled
@@ -416,16 +418,51 @@ def test_the_tiny_configs_train_at_the_learning_rate_their_published_sweep_chose
 
 
 def test_what_the_math_readme_reads_from_its_table_holds():
-    """The hand-written reading under the math table (results/compare/tiny/README.md), held to its summary.json."""
-    summary = json.loads((REPO_ROOT / "results" / "compare" / "tiny" / "summary.json").read_text())
+    """The hand-written reading under the math table and its sweep (results/compare/tiny/README.md), held to
+    summary.json and sweep.json."""
+    folder = REPO_ROOT / "results" / "compare" / "tiny"
+    summary = json.loads((folder / "summary.json").read_text())
     methods = {a["method"]: a for a in summary["methods"]}
-    width = {(r["a"], r["b"], r["metric"]): r["ci95"][1] - r["ci95"][0] for r in summary["versus"]}
-    assert min(width, key=width.get)[:2] == ("dpo", "ipo")  # the same trainer and pairs, another loss
-    for method in ("dpo", "ipo"):  # sharpen the likeliest answer far more than the distribution
-        assert methods[method]["greedy_vs_base"] > 3 * methods[method]["sampled_vs_base"] > 0
-    spread = {m: a["sampled_pass1_sd"] for m, a in methods.items() if m != "base"}
-    assert max(spread, key=spread.get) == "ppo"
-    assert max(a["clipped_share"] for a in methods.values()) < 0.00015  # "at most 0.01%"
+    versus = {(r["a"], r["b"], r["metric"]): r for r in summary["versus"]}
+    # PPO and GRPO not told apart in either metric, though GRPO sampled 8x the completions
+    assert not versus["grpo", "ppo", "sampled"]["claimed"] and not versus["grpo", "ppo", "greedy"]["claimed"]
+    assert methods["grpo"]["completions_generated"] == 8 * methods["ppo"]["completions_generated"]
+    for rl in ("grpo", "ppo"):  # both RL methods beat every preference method in sampled pass@1
+        for preference in ("dpo", "ipo", "orpo"):
+            row = versus[rl, preference, "sampled"]
+            assert row["claimed"] and row["mean"] > 0, (rl, preference)
+    assert not any(r["claimed"] for r in summary["versus"] if r["metric"] == "greedy")  # no two told apart
+    for method in ("dpo", "ipo", "orpo"):  # greedy +19 to +25 points, sampled +3 to +5
+        assert (
+            0.19 <= methods[method]["greedy_vs_base"] < 0.255 and 0.025 <= methods[method]["sampled_vs_base"] < 0.055
+        )
+        assert methods[method]["greedy_vs_base"] > 3 * methods[method]["sampled_vs_base"]
+    assert not methods["ipo"]["sampled_vs_base_claimed"]
+    # the sweep's two keys still at the edge: beta's validation accuracy from 0.1 to 2.7 rises by about 1 and 2 points
+    rows = json.loads((folder / "sweep.json").read_text())
+    at_edge = {(r["method"], r["key"]) for r in rows if r.get("at_edge")}
+    assert at_edge == {("dpo", "beta"), ("orpo", "beta")}
+    for method, rise in (("dpo", 0.01), ("orpo", 0.02)):
+        beta = {r["value"]: r["validation_sampled_pass1"] for r in rows if (r["method"], r["key"]) == (method, "beta")}
+        assert abs(beta[2.7] - beta[0.1] - rise) < 0.005, method
+
+
+def test_a_rerun_readme_is_its_json():
+    """A rerun's README (results/compare/tiny) carries the generated blocks of its own files: where and in how long it
+    ran, the sweep, every difference with its Holm p, and each claim of the table it replaced against this one."""
+    folder = REPO_ROOT / "results" / "compare" / "tiny"
+    readme = (folder / "README.md").read_text()
+    summary = json.loads((folder / "summary.json").read_text())
+    settings = json.loads((folder / "settings.json").read_text())
+    assert provenance(summary, settings) in readme
+    assert sweep_summary(json.loads((folder / "sweep.json").read_text())) in readme
+    assert "\n".join(markdown(summary["against_base"], "## Against the base")) in readme
+    assert "\n".join(markdown(summary["versus"])) in readme
+    replaced = "\n".join(
+        replaced_section(json.loads((folder / "replaced.json").read_text()), summary, "commit 172e0fb, 5 seeds")
+    )
+    assert replaced in readme
+    assert len(read_scores(folder)) == 6 * 5  # base and five methods, five seeds: every score behind the table
 
 
 def test_what_the_code_readme_reads_from_its_table_holds():
