@@ -324,16 +324,18 @@ def test_sweep_writes_its_file_and_chooses_on_validation(tiny_world, tmp_path):
     trained = {p: p.stat().st_mtime_ns for p in out.rglob("*") if p.name in kept}
 
     # Resumed with beta at 2 points: the learning rates and pairs are kept from sweep.json and the folder, beta's
-    # point at the config's 0.1 is the chosen rate's own run, and only beta 0.0333 trains (at both seeds).
+    # point at the config's value is the chosen rate's own run, and only the one below it trains (at both seeds).
     run_main("studies.comparison", *command[:-6], "--key_points", "2", "--resume", *command[-4:])
     again = json.loads((out / "sweep.json").read_text())
     assert again[:3] == rows
     assert {p: p.stat().st_mtime_ns for p in trained} == trained
     assert len(trained) == 2 * 2 + 2 and len([p for p in out.rglob("summary.json") if p not in trained]) == 2
     beta = {r["value"]: r for r in again if r.get("key") == "beta"}
-    assert sorted(beta) == [0.0333, 0.1] and sum(r["chosen"] for r in beta.values()) == 1
-    assert beta[0.1]["per_seed"] == best["per_seed"] and beta[0.1]["same_run_as"] == "learning_rate"
-    assert beta[0.0333]["learning_rate"] == best["value"] and "same_run_as" not in beta[0.0333]
+    centre = recipe_config("tiny", "dpo")[1]["beta"]
+    assert sorted(beta) == key_grid(centre, 2) and sum(r["chosen"] for r in beta.values()) == 1
+    lower = key_grid(centre, 2)[0]
+    assert beta[centre]["per_seed"] == best["per_seed"] and beta[centre]["same_run_as"] == "learning_rate"
+    assert beta[lower]["learning_rate"] == best["value"] and "same_run_as" not in beta[lower]
     # the validation split it scored on shares no problem with training or the held-out test
     data = tiny_world / "data"
     questions = {
