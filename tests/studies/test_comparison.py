@@ -3,6 +3,7 @@
 import copy
 import json
 import math
+import re
 import shutil
 from pathlib import Path
 
@@ -465,6 +466,12 @@ def test_a_rerun_readme_is_its_json():
     )
     assert replaced in readme
     assert len(read_scores(folder)) == 6 * 5  # base and five methods, five seeds: every score behind the table
+    # docs/comparison.md's account of it, held to the same tally
+    tally = next(line for line in replaced.splitlines() if line.startswith("Of the "))
+    counts = dict((what, int(n)) for n, what in re.findall(r"(\d+) (holds|not seen|not told apart|flips)", tally))
+    claims = int(re.search(r"Of the (\d+) claims", tally).group(1))
+    docs = " ".join((REPO_ROOT / "docs" / "comparison.md").read_text().split())
+    assert f"of {claims} claims, {counts['holds']} hold, {counts['not seen']} are not seen" in docs
 
 
 def test_what_the_code_readme_reads_from_its_table_holds():
