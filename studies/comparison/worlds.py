@@ -124,3 +124,15 @@ def replaced_section(old: dict, new: dict, old_name: str) -> list[str]:
         "apart': it could not have."
     )
     return transfer_table(old, new, "old", "new", "## Against the table this one replaced", intro)
+
+
+def budget_section(prompts: dict, completions: dict) -> list[str]:
+    """The same-completions table's section: each claim of the same-prompts table and what it becomes when every
+    method samples the same completions (which orders the budget made)."""
+    intro = (
+        "Each claim of the same-prompts table (Holm over its family), beside the same difference when every method "
+        "samples the same completions (Holm over this table's family). 'not seen': this run could have detected a "
+        "difference as large and saw none; 'not told apart': it could not have."
+    )
+    title = "## The same prompts against the same completions"
+    return transfer_table(prompts, completions, "prompts", "completions", title, intro)
