@@ -18,7 +18,7 @@ from studies.comparison.scores import read_scores
 from studies.comparison.summary import FROM_SCORES, MEASURED_ONLY_WHEN_TRAINED, same_machine
 from studies.comparison.sweep import key_grid, tune
 from studies.comparison.versus import markdown, sentence, what_holds
-from studies.comparison.worlds import replaced_section, rows_of, said, transfer_table
+from studies.comparison.worlds import budget_section, replaced_section, rows_of, said, transfer_table
 from studies.runner import METHODS, recipe_config, steps_for
 from tests.conftest import REPO_ROOT, run_main
 
@@ -472,6 +472,32 @@ def test_a_rerun_readme_is_its_json():
     claims = int(re.search(r"Of the (\d+) claims", tally).group(1))
     docs = " ".join((REPO_ROOT / "docs" / "comparison.md").read_text().split())
     assert f"of {claims} claims, {counts['holds']} hold, {counts['not seen']} are not seen" in docs
+
+
+def test_the_same_completions_table_is_its_json():
+    """results/compare/tiny-completions: every method sampled the same completions, GRPO's, DPO's, IPO's and ORPO's
+    runs are the same-prompts table's (borrowed, the same scores), and its README carries its generated blocks,
+    among them what each same-prompts claim becomes under this budget."""
+    folder = REPO_ROOT / "results" / "compare" / "tiny-completions"
+    summary = json.loads((folder / "summary.json").read_text())
+    settings = json.loads((folder / "settings.json").read_text())
+    prompts = json.loads((REPO_ROOT / "results" / "compare" / "tiny" / "summary.json").read_text())
+    assert summary["budget"] == settings["budget"] == "completions" and settings["steps"] == {"grpo": 40, "ppo": 320}
+    assert {
+        a["method"]: a["completions_generated"] for a in summary["methods"] if a["method"] != "base"
+    } == dict.fromkeys(METHODS, 2560)
+    assert sorted(settings["borrowed"]["runs"]) == sorted(
+        f"{m}-seed{s}" for m in METHODS if m != "ppo" for s in range(5)
+    )
+    same = {(r["method"], r["seed"]): r["sampled_pass1"] for r in prompts["runs"] if r["method"] != "ppo"}
+    assert {(r["method"], r["seed"]): r["sampled_pass1"] for r in summary["runs"] if r["method"] != "ppo"} == same
+    readme = (folder / "README.md").read_text()
+    assert provenance(summary, settings) in readme
+    assert headline_table(summary) in readme and what_holds(summary) in readme
+    assert "\n".join(compute_lines(summary)) in readme
+    assert "\n".join(budget_section(prompts, summary)) in readme
+    assert "\n".join(markdown(summary["versus"])) in readme
+    assert len(read_scores(folder)) == 6 * 5
 
 
 def test_what_the_code_readme_reads_from_its_table_holds():
