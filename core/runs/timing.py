@@ -1,7 +1,8 @@
 """Where a run's training time went: seconds in generation, reward calls (the run's `rewards.ledger.RewardLedger`)
 and held-out evaluation, the rest being forward/backward and the optimizer (cost.json's `time_split`, one summary
 line). Each run folder (`core.runs.folder.RunFolder`) holds one `PhaseTimer`, which its trainer, callbacks and
-held-out evaluation share.
+held-out evaluation share. Also CPU seconds (`cpu_seconds`) and the wall seconds of work spread over resumed
+invocations (`Elapsed`).
 
 >>> phases = PhaseTimer()
 >>> with phases.timed("heldout"):
@@ -12,9 +13,11 @@ held-out evaluation share.
 """
 
 import functools
+import json
 import resource
 import time
 from contextlib import contextmanager
+from pathlib import Path
 
 
 class PhaseTimer:
@@ -75,3 +78,19 @@ def cpu_seconds(children_only: bool = False) -> float:
     `children_only`: what a subprocess cost, as the difference around it)."""
     who = [resource.RUSAGE_CHILDREN] if children_only else [resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN]
     return sum(resource.getrusage(w).ru_utime + resource.getrusage(w).ru_stime for w in who)
+
+
+class Elapsed:
+    """The wall seconds a piece of work kept in `out` (a comparison) has taken over every invocation that worked on
+    it (`resume` goes on from the count the folder holds; the seconds after the last save of a killed invocation are
+    lost with its unfinished work)."""
+
+    def __init__(self, out: Path, resume: bool):
+        self.path = out / "elapsed.json"
+        before = json.loads(self.path.read_text())["seconds"] if resume and self.path.is_file() else 0.0
+        self.start = time.time() - before
+
+    def save(self) -> float:
+        seconds = time.time() - self.start
+        self.path.write_text(json.dumps({"seconds": seconds}) + "\n")
+        return seconds

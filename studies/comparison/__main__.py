@@ -55,12 +55,13 @@ from core.errors import one_line_errors
 from core.evaluation.benchmarks import TASKS, load_task_data
 from core.runs.folder import library_versions
 from core.runs.provenance import code_digest, commit, cpu
+from core.runs.timing import Elapsed
 from studies.comparison.inference import infer
 from studies.comparison.published import against_published, read_published
 from studies.comparison.report import plot, write_markdown
 from studies.comparison.scores import NAME as SCORES
 from studies.comparison.scores import read_scores, score_lines, write_scores
-from studies.comparison.shared_runs import Elapsed, borrow, borrowed_note, training_digest
+from studies.comparison.shared_runs import borrow, borrowed_note, training_digest
 from studies.comparison.summary import FROM_SCORES, aggregate, same_machine, summarise, with_statistics
 from studies.comparison.sweep import sweep, sweep_plan
 from studies.memory.estimate import estimate_all

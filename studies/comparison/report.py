@@ -113,16 +113,12 @@ def provenance(summary: dict, settings: dict) -> str:
     )
 
 
-def swept_value(row: dict) -> float:
-    return row["value"] if "value" in row else row["learning_rate"]  # rows swept before keys were: rates
-
-
 def sweep_summary(rows: list[dict]) -> str:
     """sweep.json in one line per method and key: each value's validation sampled pass@1 (mean over seeds), the
     chosen one in bold, and whether it sits at the grid's edge (a README holds it to the file).
 
-    >>> rows = [{"method": "dpo", "key": "beta", "value": v, "validation_sampled_pass1": a, "chosen": c,
-    ...          "at_edge": c, "seeds": [0, 1]} for v, a, c in ((0.1, 0.63, False), (0.3, 0.64, True))]
+    >>> rows = [{"method": "dpo", "key": "beta", "value": v, "learning_rate": 1e-4, "validation_sampled_pass1": a,
+    ...          "chosen": c, "at_edge": c, "seeds": [0, 1]} for v, a, c in ((0.1, 0.63, False), (0.3, 0.64, True))]
     >>> print(sweep_summary(rows))
     | method | key | validation sampled pass@1 at each value (mean of the seeds) | chosen |
     |---|---|---|---|
@@ -136,13 +132,13 @@ def sweep_summary(rows: list[dict]) -> str:
         own = [r for r in rows if (r["method"], r.get("key", "learning_rate")) == (method, key)]
         cells = []
         for r in own:
-            value = f"{swept_value(r):g}: {r['validation_sampled_pass1']:.1%}"
+            value = f"{r.get('value', r['learning_rate']):g}: {r['validation_sampled_pass1']:.1%}"
             cells.append(f"**{value}**" if r["chosen"] else value)
         chosen = next(r for r in own if r["chosen"])
         edge = ", at the grid's edge" if chosen.get("at_edge") else ""
         seeds = len(chosen.get("seeds", [0]))
         lines.append(
-            f"| {method} | {key} | {' / '.join(cells)} | {swept_value(chosen):g}{edge} "
+            f"| {method} | {key} | {' / '.join(cells)} | {chosen.get('value', chosen['learning_rate']):g}{edge} "
             f"({seeds} seed{'s' if seeds > 1 else ''} a point) |"
         )
     return "\n".join(lines)

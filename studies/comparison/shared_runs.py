@@ -7,7 +7,6 @@ summary's settings say which runs were borrowed and from where."""
 import hashlib
 import json
 import shutil
-import time
 from pathlib import Path
 
 from core.runs.provenance import REPO, code_digest
@@ -64,22 +63,6 @@ def borrowed_note(source: Path, copied: list[str]) -> dict:
         if copied
         else {}
     )
-
-
-class Elapsed:
-    """The wall seconds a comparison has taken over every invocation that worked on it (`resume` goes on from the
-    count the folder holds; the seconds after the last save of a killed invocation are lost with its unfinished
-    work)."""
-
-    def __init__(self, out: Path, resume: bool):
-        self.path = out / "elapsed.json"
-        before = json.loads(self.path.read_text())["seconds"] if resume and self.path.is_file() else 0.0
-        self.start = time.time() - before
-
-    def save(self) -> float:
-        seconds = time.time() - self.start
-        self.path.write_text(json.dumps({"seconds": seconds}) + "\n")
-        return seconds
 
 
 if __name__ == "__main__":  # the digest a comparison's settings.json would record now

@@ -251,8 +251,7 @@ def sweep(
         path.write_text(json.dumps(in_order(kept + results + unfinished + ahead), indent=2) + "\n")
 
     for method in methods:
-        done = {}
-        own = tune(lambda value, m=method: point(m, "learning_rate", value, value), grid[method], extend, done)
+        own = tune(lambda value, m=method: point(m, "learning_rate", value, value), grid[method], extend)
         results += own
         chosen = next(r for r in own if r["chosen"])
         method_config = recipe_config(profile, method)[1]
@@ -261,9 +260,8 @@ def sweep(
             grid_ = key_grid(centre, key_points)
             middle = grid_[key_points // 2]
             # the point at the value the chosen rate trained with is the chosen rate's own run
-            done = {middle: {**chosen, "key": key, "value": middle, "same_run_as": "learning_rate"}}
-            if not math.isclose(middle, centre):
-                done = {}
+            shared = {**chosen, "key": key, "value": middle, "same_run_as": "learning_rate"}
+            done = {middle: shared} if math.isclose(middle, centre) else {}
             results += tune(lambda v, m=method, k=key, r=chosen["value"]: point(m, k, v, r), grid_, extend, done)
         save()
 

@@ -40,7 +40,9 @@ def adjusted(p: float) -> str:
     return "< 0.001" if p < 0.001 else f"{p:.3f}"
 
 
-def _claimed(row: dict) -> bool:
+def is_claimed(row: dict) -> bool:
+    """Whether a row claims its order: Holm-adjusted p < 0.05, or, in a table from before the rule, an interval that
+    excludes zero."""
     return row["claimed"] if "claimed" in row else row["excludes_zero"]
 
 
@@ -62,7 +64,7 @@ def sentence(row: dict) -> str:
     n_seeds = len(row["seeds"])
     where = f"({n_seeds} seed{'s' if n_seeds > 1 else ''} x {row['problems']} problems)"
     holm = f", Holm p {adjusted(row['p_holm'])}" if "p_holm" in row else ""
-    if not _claimed(row):
+    if not is_claimed(row):
         interval = points(row["mean"], row["ci95"])
         if "detectable" not in row:
             return f"{a} and {b} are not told apart in {metric}: {interval} points includes 0 {where}."
@@ -189,14 +191,14 @@ def what_holds(summary: dict) -> str:
             continue
         beats, ties = {}, []
         for r in rows:
-            if _claimed(r):
+            if is_claimed(r):
                 winner, loser = (r["a"], r["b"]) if r["mean"] > 0 else (r["b"], r["a"])
                 beats.setdefault(winner, []).append(loser)
             else:
                 seen = f" (could have detected {detectable(r['detectable'])})" if "detectable" in r else ""
                 ties.append(f"{r['a'].upper()} and {r['b'].upper()}{seen}")
         said = [f"{w.upper()} > {', '.join(m.upper() for m in losers)}" for w, losers in beats.items()]
-        seen = [r["detectable"] for r in rows if not _claimed(r) and r.get("detectable")]
+        seen = [r["detectable"] for r in rows if not is_claimed(r) and r.get("detectable")]
         if not beats and len(ties) > 2 and len(seen) == len(ties):  # every pair: one line, not one clause each
             said = [f"no two told apart (could have detected {detectable(min(seen))} to {detectable(max(seen))})"]
         else:

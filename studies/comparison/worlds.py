@@ -19,11 +19,7 @@ results/compare/tiny/summary.json).
 """
 
 from studies.comparison.inference import METRICS
-from studies.comparison.versus import detectable, points
-
-
-def _claimed(row: dict) -> bool:
-    return row["claimed"] if "claimed" in row else row["excludes_zero"]  # tables before the Holm rule
+from studies.comparison.versus import detectable, is_claimed, points
 
 
 def said(row: dict) -> str:
@@ -35,7 +31,7 @@ def said(row: dict) -> str:
     'DPO > base'
     """
     a, b = row["a"].upper(), "base" if row["b"] == "base" else row["b"].upper()
-    if not _claimed(row):
+    if not is_claimed(row):
         return f"{a} ~ {b}"
     return f"{a} > {b}" if row["mean"] > 0 else f"{b} > {a}"
 
@@ -44,7 +40,7 @@ def verdict(tiny: dict, real: dict | None) -> str:
     """What the real model's row says of the tiny world's claim `tiny` (a claimed row)."""
     if real is None:
         return "not measured"
-    if _claimed(real):
+    if is_claimed(real):
         return "holds" if (real["mean"] > 0) == (tiny["mean"] > 0) else "flips"
     could = real.get("detectable")
     if could is not None and could <= abs(tiny["mean"]):
@@ -90,18 +86,21 @@ def transfer_table(
     ]
     counts = {}
     for key, row in tiny_rows.items():
-        if not _claimed(row):
+        if not is_claimed(row):
             continue
         other = real_rows.get(key)
         said_there = "" if other is None else said(other)
         seen = "" if other is None else points(other["mean"], other["ci95"])
         judged = verdict(row, other)
-        counts[judged.split(" (")[0]] = counts.get(judged.split(" (")[0], 0) + 1
+        kind = judged.split(" (")[0]
+        counts[kind] = counts.get(kind, 0) + 1
         lines.append(
             f"| {said(row)} | {METRICS[row['metric']]} | {points(row['mean'], row['ci95'])} | {seen} "
             f"| {said_there} | {judged} |"
         )
-    new = [r for key, r in real_rows.items() if _claimed(r) and (key not in tiny_rows or not _claimed(tiny_rows[key]))]
+    new = [
+        r for key, r in real_rows.items() if is_claimed(r) and (key not in tiny_rows or not is_claimed(tiny_rows[key]))
+    ]
     tally = ", ".join(f"{n} {what}" for what, n in sorted(counts.items(), key=lambda kv: -kv[1])) or "none"
     lines += ["", f"Of the {sum(counts.values())} claims of `{tiny_name}`: {tally}."]
     if new:
