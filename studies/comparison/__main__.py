@@ -58,6 +58,7 @@ from core.runs.provenance import code_digest, commit, cpu
 from core.runs.timing import Elapsed
 from studies.comparison.inference import infer
 from studies.comparison.published import against_published, read_published
+from studies.comparison.readme import rewrite_readmes
 from studies.comparison.report import plot, write_markdown
 from studies.comparison.scores import NAME as SCORES
 from studies.comparison.scores import read_scores, score_lines, write_scores
@@ -111,7 +112,8 @@ def from_scores(
 
 
 def write_report(summary: dict, settings: dict, estimates: dict, out: Path) -> None:
-    """summary.md (with the folder's sweep, if one was run) and the plots, after a run or from its JSON (--report)."""
+    """summary.md (with the folder's sweep, if one was run), the plots and the generated parts of the folder's
+    README (studies.comparison.readme), after a run or from its JSON (--report)."""
     sweep_path = out / "sweep.json"
     sweep_rows = json.loads(sweep_path.read_text()) if sweep_path.is_file() else None
     checked = PROFILES[settings["profile"]].get("checks")  # a real model's table says whether a tiny world's holds
@@ -119,6 +121,8 @@ def write_report(summary: dict, settings: dict, estimates: dict, out: Path) -> N
     checks = (checked, published[0]) if published else None
     write_markdown(summary, settings, out / "summary.md", sweep_rows, checks)
     plot(summary, estimates, out)
+    for readme in rewrite_readmes(out):
+        print(f"[compare] {readme}: its generated parts rewritten from {out}")
 
 
 def main(argv=None):
@@ -172,7 +176,8 @@ def main(argv=None):
     parser.add_argument(
         "--report",
         action="store_true",
-        help="rewrite summary.md and the plots from the folder's summary.json and settings.json; trains nothing",
+        help="rewrite summary.md, the plots and the README's generated parts from the folder's summary.json and "
+        "settings.json; trains nothing",
     )
     one_line_errors()
     args = parser.parse_args(argv)

@@ -13,11 +13,12 @@ from core.report.stats import crossed_difference, detectable_difference
 from core.runs.metrics import first_last
 from studies.comparison.__main__ import from_scores, main, write_report
 from studies.comparison.published import against_published, read_published
-from studies.comparison.report import compute_lines, headline_table, provenance, sweep_summary
+from studies.comparison.readme import PART, filled, write_readme
+from studies.comparison.report import compute_lines, headline_table
 from studies.comparison.scores import read_scores
 from studies.comparison.summary import FROM_SCORES, MEASURED_ONLY_WHEN_TRAINED, same_machine
 from studies.comparison.sweep import key_grid, tune
-from studies.comparison.versus import markdown, sentence, what_holds
+from studies.comparison.versus import sentence, what_holds
 from studies.comparison.worlds import budget_section, replaced_section, rows_of, said, transfer_table
 from studies.runner import METHODS, recipe_config, steps_for
 from tests.conftest import REPO_ROOT, run_main
@@ -455,12 +456,13 @@ def test_a_rerun_readme_is_its_json():
     ran, the sweep, every difference with its Holm p, and each claim of the table it replaced against this one."""
     folder = REPO_ROOT / "results" / "compare" / "tiny"
     readme = (folder / "README.md").read_text()
+    names = [m[1] for m in PART.finditer(readme)]
+    assert names == ["provenance", "sweep", "table", "holds", "replaced", "compute", "against-base", "versus"]
+    assert filled(readme, folder) == readme  # every part is what its files make of it now
+    main_readme = (REPO_ROOT / "README.md").read_text()
+    assert [m[1] for m in PART.finditer(main_readme)] == ["table", "holds"]
+    assert filled(main_readme, folder) == main_readme  # the repository's README shows this table
     summary = json.loads((folder / "summary.json").read_text())
-    settings = json.loads((folder / "settings.json").read_text())
-    assert provenance(summary, settings) in readme
-    assert sweep_summary(json.loads((folder / "sweep.json").read_text())) in readme
-    assert "\n".join(markdown(summary["against_base"], "## Against the base")) in readme
-    assert "\n".join(markdown(summary["versus"])) in readme
     replaced = "\n".join(
         replaced_section(json.loads((folder / "replaced.json").read_text()), summary, "commit 172e0fb, 5 seeds")
     )
@@ -472,6 +474,32 @@ def test_a_rerun_readme_is_its_json():
     claims = int(re.search(r"Of the (\d+) claims", tally).group(1))
     docs = " ".join((REPO_ROOT / "docs" / "comparison.md").read_text().split())
     assert f"of {claims} claims, {counts['holds']} hold, {counts['not seen']} are not seen" in docs
+
+
+def test_a_readme_part_left_stale_is_written_again_from_the_files(tmp_path):
+    """--report's README step: a generated part that no longer says what the folder's files say is written again,
+    the prose around it kept; a part with no such name, or whose file is missing, is one line naming it."""
+    folder = tmp_path / "tiny"
+    shutil.copytree(REPO_ROOT / "results" / "compare" / "tiny", folder)
+    readme = folder / "README.md"
+    published = readme.read_text()
+    assert not write_readme(readme, folder)  # already what its files say
+    summary = json.loads((folder / "summary.json").read_text())
+    summary["methods"][1]["sampled_pass1"] = 0.5  # grpo's headline, changed as a rerun would
+    (folder / "summary.json").write_text(json.dumps(summary))
+    assert write_readme(readme, folder)
+    text = readme.read_text()
+    assert "| grpo | 50.0% " in text and "| grpo | 50.0% " not in published
+    assert filled(text, folder) == text and text.splitlines()[0] == published.splitlines()[0]
+    prose = [line for line in published.splitlines() if "| grpo |" not in line]
+    assert [line for line in text.splitlines() if "| grpo |" not in line] == prose  # only the table's row moved
+    readme.write_text(published + "<!-- generated: verdicts -->\nold\n<!-- end -->\n")
+    with pytest.raises(SystemExit, match="README part 'verdicts': no such part"):
+        write_readme(readme, folder)
+    readme.write_text(published)
+    (folder / "sweep.json").unlink()
+    with pytest.raises(SystemExit, match=r"sweep.json: missing, and a README part is written from it"):
+        write_readme(readme, folder)
 
 
 def test_the_same_completions_table_is_its_json():
@@ -492,11 +520,9 @@ def test_the_same_completions_table_is_its_json():
     same = {(r["method"], r["seed"]): r["sampled_pass1"] for r in prompts["runs"] if r["method"] != "ppo"}
     assert {(r["method"], r["seed"]): r["sampled_pass1"] for r in summary["runs"] if r["method"] != "ppo"} == same
     readme = (folder / "README.md").read_text()
-    assert provenance(summary, settings) in readme
-    assert headline_table(summary) in readme and what_holds(summary) in readme
-    assert "\n".join(compute_lines(summary)) in readme
+    assert [m[1] for m in PART.finditer(readme)] == ["provenance", "table", "holds", "budgets", "compute", "versus"]
+    assert filled(readme, folder) == readme
     assert "\n".join(budget_section(prompts, summary)) in readme
-    assert "\n".join(markdown(summary["versus"])) in readme
     assert len(read_scores(folder)) == 6 * 5
     # docs/comparison.md: PPO with 8x the completions, 79.7% -> 80.4% sampled pass@1, for 8x its CPU seconds
     ppo = next(a for a in summary["methods"] if a["method"] == "ppo")

@@ -1,0 +1,88 @@
+"""A published comparison's README, its generated parts written from the folder's files: each part sits between
+`<!-- generated: NAME -->` and `<!-- end -->` (invisible on the rendered page), and `--report` (or `--readme`)
+writes it again, so a rerun's README cannot keep an old number. The prose around the parts is the author's.
+
+Parts, from the folder's summary.json and settings.json unless said:
+    provenance     the commit, CPU and seconds it was measured in
+    sweep          sweep.json, one line per method and key
+    table, holds   the headline table and what holds in it
+    compute        accuracy against compute, in words
+    against-base, versus   every difference of the family, with its Holm p
+    replaced       `<!-- generated: replaced (commit 172e0fb) -->`: each claim of replaced.json (the table this one
+                   replaced, measured where the parenthesis says) against this one
+    budgets        a same-completions table: each claim of the same-prompts table beside it (results/compare/<profile>)
+"""
+
+import json
+import re
+from pathlib import Path
+
+from studies.comparison.report import compute_lines, headline_table, provenance, sweep_summary
+from studies.comparison.versus import markdown, what_holds
+from studies.comparison.worlds import budget_section, replaced_section
+
+# The repository's README shows the tiny math table (its `table` and `holds` parts)
+ROOT = Path(__file__).resolve().parents[2]
+MAIN_README_SHOWS = ROOT / "results" / "compare" / "tiny"
+PART = re.compile(r"<!-- generated: ([a-z-]+)(?: \((.*?)\))? -->\n(.*?)<!-- end -->", re.DOTALL)
+
+
+def _json(path: Path):
+    if not path.is_file():
+        raise SystemExit(f"{path}: missing, and a README part is written from it")
+    return json.loads(path.read_text())
+
+
+def part(name: str, argument: str | None, folder: Path) -> str:
+    """The text of one generated part for the comparison published in `folder`."""
+    summary = _json(folder / "summary.json")
+    if name == "provenance":
+        return provenance(summary, _json(folder / "settings.json"))
+    if name == "sweep":
+        return sweep_summary(_json(folder / "sweep.json"))
+    if name == "table":
+        return headline_table(summary)
+    if name == "holds":
+        return what_holds(summary)
+    if name == "compute":
+        return "\n".join(compute_lines(summary))
+    if name == "against-base":
+        return "\n".join(markdown(summary["against_base"], "## Against the base"))
+    if name == "versus":
+        return "\n".join(markdown(summary["versus"]))
+    if name == "replaced":
+        old = _json(folder / "replaced.json")
+        seeds = len({r["seed"] for r in old["runs"] if r["method"] != "base"})
+        return "\n".join(replaced_section(old, summary, f"{argument}, {seeds} seeds"))
+    if name == "budgets":
+        same_prompts = folder.with_name(folder.name.removesuffix("-completions"))
+        return "\n".join(budget_section(_json(same_prompts / "summary.json"), summary))
+    raise SystemExit(f"README part '{name}': no such part (studies/comparison/readme.py lists them)")
+
+
+def filled(text: str, folder: Path) -> str:
+    """`text` with every generated part written again from `folder`'s files."""
+
+    def written(match) -> str:
+        name, argument = match[1], match[2]
+        head = f"<!-- generated: {name}{f' ({argument})' if argument else ''} -->"
+        return f"{head}\n{part(name, argument, folder)}\n<!-- end -->"
+
+    return PART.sub(written, text)
+
+
+def write_readme(readme: Path, folder: Path) -> bool:
+    """Rewrite `readme`'s generated parts from `folder`; whether it changed (False where there is no README)."""
+    if not readme.is_file():
+        return False
+    text = readme.read_text()
+    new = filled(text, folder)
+    readme.write_text(new)
+    return new != text
+
+
+def rewrite_readmes(folder: Path) -> list[Path]:
+    """The READMEs whose generated parts `folder`'s files changed: its own, and the repository's for the table it
+    shows."""
+    readmes = [folder / "README.md"] + ([ROOT / "README.md"] if folder.resolve() == MAIN_README_SHOWS else [])
+    return [readme for readme in readmes if write_readme(readme, folder)]
