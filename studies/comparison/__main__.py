@@ -253,7 +253,8 @@ def main(argv=None):
 
     published = read_published(out)  # before this run replaces it: what it prints itself against at the end
     runs = {}
-    checkpoints, precision = CHECKPOINTS if validation else 0, precision_flags(in_4bit)
+    checkpoints = profile.get("checkpoints", CHECKPOINTS) if validation else 0
+    precision = precision_flags(in_4bit)
     k = grpo_config.get("num_generations", 8)
     prompts_for = {"ppo": prompts * k} if args.budget == "completions" else None
     eval_n = len(load_task_data(TASKS[profile["task"]], None, limit))
@@ -295,7 +296,7 @@ def main(argv=None):
         model_name, runs, profile["task"], limit, eval_k, temperature, out, load_in_4bit=in_4bit, resume=args.resume
     )
     curves = base_validation = None
-    if validation:
+    if checkpoints:
         curves = checkpoint_curves(
             model_name,
             runs,

@@ -11,6 +11,8 @@ Parts, from the folder's summary.json and settings.json unless said:
     replaced       `<!-- generated: replaced (commit 172e0fb) -->`: each claim of replaced.json (the table this one
                    replaced, measured where the parenthesis says) against this one
     budgets        a same-completions table: each claim of the same-prompts table beside it (results/compare/<profile>)
+    worlds         a real model's table: each claim of the tiny world it checks (PROFILES' `checks`, the folder
+                   beside it) and whether it holds here
 """
 
 import json
@@ -19,7 +21,8 @@ from pathlib import Path
 
 from studies.comparison.report import compute_lines, headline_table, provenance, sweep_summary
 from studies.comparison.versus import markdown, what_holds
-from studies.comparison.worlds import budget_section, replaced_section
+from studies.comparison.worlds import budget_section, replaced_section, transfer_table
+from studies.runner import PROFILES
 
 # The repository's README shows the tiny math table (its `table` and `holds` parts)
 ROOT = Path(__file__).resolve().parents[2]
@@ -57,6 +60,12 @@ def part(name: str, argument: str | None, folder: Path) -> str:
     if name == "budgets":
         same_prompts = folder.with_name(folder.name.removesuffix("-completions"))
         return "\n".join(budget_section(_json(same_prompts / "summary.json"), summary))
+    if name == "worlds":
+        profile = _json(folder / "settings.json")["profile"]
+        checked = PROFILES[profile].get("checks")
+        if not checked:
+            raise SystemExit(f"README part 'worlds' in {folder}: profile {profile} checks no tiny world's table")
+        return "\n".join(transfer_table(_json(folder.with_name(checked) / "summary.json"), summary, checked, profile))
     raise SystemExit(f"README part '{name}': no such part (studies/comparison/readme.py lists them)")
 
 

@@ -18,7 +18,7 @@ from studies.comparison.report import compute_lines, headline_table
 from studies.comparison.scores import read_scores
 from studies.comparison.summary import FROM_SCORES, MEASURED_ONLY_WHEN_TRAINED, same_machine
 from studies.comparison.sweep import key_grid, tune
-from studies.comparison.versus import sentence, what_holds
+from studies.comparison.versus import is_claimed, sentence, what_holds
 from studies.comparison.worlds import budget_section, replaced_section, rows_of, said, transfer_table
 from studies.runner import METHODS, recipe_config, steps_for
 from tests.conftest import REPO_ROOT, run_main
@@ -500,6 +500,26 @@ def test_a_readme_part_left_stale_is_written_again_from_the_files(tmp_path):
     (folder / "sweep.json").unlink()
     with pytest.raises(SystemExit, match=r"sweep.json: missing, and a README part is written from it"):
         write_readme(readme, folder)
+
+
+def test_a_real_model_readme_says_which_tiny_claims_hold_on_it(tmp_path):
+    """The `worlds` part of a real model's README: each claim of the tiny table beside it (the folder PROFILES'
+    `checks` names) and its verdict, from both summaries."""
+    published = REPO_ROOT / "results" / "compare" / "tiny"
+    shutil.copytree(published, tmp_path / "tiny")
+    real = tmp_path / "smol"
+    shutil.copytree(published, real)
+    settings = json.loads((real / "settings.json").read_text())
+    (real / "settings.json").write_text(json.dumps(settings | {"profile": "smol"}))
+    (real / "README.md").write_text("# smol\n\n<!-- generated: worlds -->\n<!-- end -->\n")
+    assert write_readme(real / "README.md", real)
+    text = (real / "README.md").read_text()
+    claims = sum(is_claimed(r) for r in rows_of(json.loads((published / "summary.json").read_text())).values())
+    assert "## Does `tiny` hold on `smol`?" in text and text.count("| holds |") == claims  # the same table: all hold
+    (tmp_path / "tiny" / "settings.json").write_text(json.dumps(settings))
+    (tmp_path / "tiny" / "README.md").write_text("<!-- generated: worlds -->\n<!-- end -->\n")
+    with pytest.raises(SystemExit, match="profile tiny checks no tiny world's table"):
+        write_readme(tmp_path / "tiny" / "README.md", tmp_path / "tiny")
 
 
 def test_the_same_completions_table_is_its_json():
