@@ -53,7 +53,7 @@ PROFILES = {
     "smol": {
         "task": "smol",
         "prompts": 56,
-        "eval_limit": 200,
+        "eval_limit": 100,  # the first 100 held-out (and validation) problems, as make grpo PROFILE=smol scores
         "eval_k": 4,
         "model_name": "artifacts/smol/model",
         "validation": "artifacts/smol/data/validation.jsonl",
