@@ -178,10 +178,10 @@ def code_compare_results(tiny_code_world, tmp_path_factory) -> Path:
     return built_once(tmp_path_factory, "compare-code", lambda out: small_comparison("tiny-code", out, "grpo", "dpo"))
 
 
-# `make test TEST_WORKERS=2` runs on two pytest-xdist workers, a file at a time (--dist loadfile): most of the suite
-# runs one thread at a time (imports, tiny-model steps, sandboxed programs), and a file's module fixtures are built
-# once. The files with the longest tests go first (kept in this order: --no-loadscope-reorder), so that neither
-# worker is left with one of them at the end.
+# `make test` runs on two pytest-xdist workers (TEST_WORKERS=2, one thread each), a file at a time (--dist loadfile):
+# most of the suite runs one thread at a time (imports, tiny-model steps, sandboxed programs), and a file's module
+# fixtures are built once. The files with the longest tests go first (kept in this order: --no-loadscope-reorder),
+# so that neither worker is left with one of them at the end.
 LONGEST_FIRST = (
     "tests/studies/test_comparison.py",
     "tests/studies/memory/test_validation.py",
