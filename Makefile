@@ -45,13 +45,12 @@ CONFIG ?=
 ARGS ?=
 SEEDS ?= 5
 BUDGET ?= prompts
-# pytest-xdist workers for make test / test-fast (each file whole on one worker; tests/conftest.py builds shared
-# fixtures once). 0, one process, is the default: two workers on 2 cores were not faster (53 min against 48, the long
-# files last) and one test failed under the contention; see CHANGELOG.
+# pytest-xdist workers for make test / test-fast (each file whole on one worker, the longest first; tests/conftest.py
+# builds shared fixtures once); 0: one process. Workers run one thread each (and so do the processes they start): two
+# torch processes of two threads on two cores wait on each other's threads at every operation (a tiny GRPO step took
+# 5x longer beside another process), which is why two workers of two threads were slower than one process before.
 TEST_WORKERS ?= 2
 XDIST := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
-# Workers run one thread each (and so do the processes they start): two torch processes of two threads on two cores
-# wait on each other's threads at every operation (a tiny GRPO step took 5x longer beside another process).
 TEST_THREADS := $(if $(filter 0,$(TEST_WORKERS)),,OMP_NUM_THREADS=1 MKL_NUM_THREADS=1)
 GPU_GB ?= 24
 # `k` was estimate's name for K before the two were one variable; a command that still uses it keeps working.

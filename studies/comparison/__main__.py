@@ -54,7 +54,7 @@ from pathlib import Path
 from core.errors import one_line_errors
 from core.evaluation.benchmarks import TASKS, load_task_data
 from core.runs.folder import library_versions
-from core.runs.provenance import code_digest, commit, cpu
+from core.runs.provenance import REPO, code_digest, commit, cpu
 from core.runs.timing import Elapsed
 from studies.comparison.inference import infer
 from studies.comparison.published import against_published, read_published
@@ -82,7 +82,7 @@ from studies.runner import (
 )
 
 # The published comparisons (a real model's table reads a tiny world's from here, wherever its own --out is)
-PUBLISHED = Path(__file__).resolve().parents[2] / "results" / "compare"
+PUBLISHED = REPO / "results" / "compare"
 
 BUDGETS = {
     "prompts": "same prompts: every method sees the same training prompts once (GRPO samples k completions of each, "

@@ -1,6 +1,6 @@
 """A published comparison's README, its generated parts written from the folder's files: each part sits between
-`<!-- generated: NAME -->` and `<!-- end -->` (invisible on the rendered page), and `--report` (or `--readme`)
-writes it again, so a rerun's README cannot keep an old number. The prose around the parts is the author's.
+`<!-- generated: NAME -->` and `<!-- end -->` (invisible on the rendered page), and `make compare` and `--report`
+write it again, so a rerun's README cannot keep an old number. The prose around the parts is the author's.
 
 Parts, from the folder's summary.json and settings.json unless said:
     provenance     the commit, CPU and seconds it was measured in
@@ -19,14 +19,14 @@ import json
 import re
 from pathlib import Path
 
+from core.runs.provenance import REPO
 from studies.comparison.report import compute_lines, headline_table, provenance, sweep_summary
 from studies.comparison.versus import markdown, what_holds
 from studies.comparison.worlds import budget_section, replaced_section, transfer_table
 from studies.runner import PROFILES
 
 # The repository's README shows the tiny math table (its `table` and `holds` parts)
-ROOT = Path(__file__).resolve().parents[2]
-MAIN_README_SHOWS = ROOT / "results" / "compare" / "tiny"
+MAIN_README_SHOWS = REPO / "results" / "compare" / "tiny"
 PART = re.compile(r"<!-- generated: ([a-z-]+)(?: \((.*?)\))? -->\n(.*?)<!-- end -->", re.DOTALL)
 
 
@@ -36,9 +36,8 @@ def _json(path: Path):
     return json.loads(path.read_text())
 
 
-def part(name: str, argument: str | None, folder: Path) -> str:
-    """The text of one generated part for the comparison published in `folder`."""
-    summary = _json(folder / "summary.json")
+def part(name: str, argument: str | None, folder: Path, summary: dict) -> str:
+    """The text of one generated part for the comparison published in `folder` (its summary.json: `summary`)."""
     if name == "provenance":
         return provenance(summary, _json(folder / "settings.json"))
     if name == "sweep":
@@ -71,11 +70,12 @@ def part(name: str, argument: str | None, folder: Path) -> str:
 
 def filled(text: str, folder: Path) -> str:
     """`text` with every generated part written again from `folder`'s files."""
+    summary = _json(folder / "summary.json") if PART.search(text) else None
 
     def written(match) -> str:
         name, argument = match[1], match[2]
         head = f"<!-- generated: {name}{f' ({argument})' if argument else ''} -->"
-        return f"{head}\n{part(name, argument, folder)}\n<!-- end -->"
+        return f"{head}\n{part(name, argument, folder, summary)}\n<!-- end -->"
 
     return PART.sub(written, text)
 
@@ -86,12 +86,14 @@ def write_readme(readme: Path, folder: Path) -> bool:
         return False
     text = readme.read_text()
     new = filled(text, folder)
+    if new == text:
+        return False
     readme.write_text(new)
-    return new != text
+    return True
 
 
 def rewrite_readmes(folder: Path) -> list[Path]:
     """The READMEs whose generated parts `folder`'s files changed: its own, and the repository's for the table it
     shows."""
-    readmes = [folder / "README.md"] + ([ROOT / "README.md"] if folder.resolve() == MAIN_README_SHOWS else [])
+    readmes = [folder / "README.md"] + ([REPO / "README.md"] if folder.resolve() == MAIN_README_SHOWS else [])
     return [readme for readme in readmes if write_readme(readme, folder)]
