@@ -3,6 +3,7 @@
 Usage:
     make bench-gpu                                   # = python -m studies.memory.bench_gpu --model qwen2.5-7b
     make bench-gpu MODEL=recipes/models/qwen2.5-7b-instruct.json ARGS="--steps 3"
+    make bench-gpu ARGS="--methods grpo ppo --logprobs chunked"    # a part of it (a short GPU lease)
 
 Builds the model from its shipped config.json with random weights (bf16, written once under --work), and runs
 `--steps` optimizer steps of each method in its own process with the 7B profile's settings
@@ -32,6 +33,7 @@ from core.errors import one_line_errors
 from core.evaluation.generation import generate
 from core.inputs.models import load_model, load_tokenizer
 from core.runs.folder import library_versions
+from core.runs.provenance import code_digest, commit
 from studies.comparison.summary import HOLDS, samples_trained
 from studies.memory.estimate import GB, architecture, estimate, resolve_model_config, settings_from_config
 from studies.memory.validation import with_pair_lengths, write_data
@@ -126,6 +128,28 @@ def split_cell(split: dict | None) -> str:
     return f"{split['generation']:.1f} / {split['rewards']:.1f} / {split['forward_backward']:.1f}"
 
 
+def write_summary(records: list[dict], settings: dict, out: Path) -> None:
+    """summary.json (make compare's schema), settings.json and summary.md from the runs measured so far."""
+    (out / "summary.json").write_text(json.dumps(records, indent=2) + "\n")
+    (out / "settings.json").write_text(json.dumps(settings, indent=2) + "\n")
+    lines = [
+        f"# GPU benchmark: {settings['model']} in 4-bit + LoRA, {settings['device']}",
+        "",
+        "| method | log-probs | max_memory_allocated GB | estimated GB | error | s/step | samples/s "
+        "| generation tokens/s | models | generation / rewards / forward-backward s |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in records:
+        gen = "" if r["generation_tokens_per_second"] is None else f"{r['generation_tokens_per_second']:.0f}"
+        lines.append(
+            f"| {r['method']} | {r['logprobs']} | {r['peak_memory_mb'] / 1024:.2f} "
+            f"| {r['estimated_memory_mb'] / 1024:.2f} "
+            f"| {r['estimate_error']:+.1%} | {r['seconds_per_step']:.1f} "
+            f"| {r['samples_per_second']:.2f} | {gen} | {r['models_in_memory']} | {split_cell(r['time_split'])} |"
+        )
+    (out / "summary.md").write_text("\n".join(lines + ["", "```json", json.dumps(settings, indent=2), "```", ""]))
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default="qwen2.5-7b", help="a shipped short name, a config.json, or a hub id")
@@ -135,6 +159,7 @@ def main(argv=None):
     parser.add_argument(
         "--logprobs", nargs="+", default=["chunked", "full"], choices=["chunked", "full"], help="log-prob paths to run"
     )
+    parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
     one_line_errors()
     args = parser.parse_args(argv)
     require_cuda()  # before anything slow
@@ -154,8 +179,18 @@ def main(argv=None):
     tokens_per_second = generation_tokens_per_second(
         model_dir, grpo_config["num_generations"], grpo_config["max_completion_length"]
     )
-    records = []
-    for method, logprobs in [(m, lp) for m in METHODS for lp in args.logprobs]:
+    settings = {
+        "model": args.model,
+        "device": torch.cuda.get_device_name(),
+        "steps": args.steps,
+        "generation_tokens_per_second": tokens_per_second,
+        "versions": library_versions(),
+        "commit": commit(),
+        "code_digest": code_digest(),
+        "weights": "random (architecture from config.json)",
+    }
+    records, failed = [], []
+    for method, logprobs in [(m, lp) for m in args.methods for lp in args.logprobs]:
         run_dir = out / f"{method}-{logprobs}"
         shutil.rmtree(run_dir, ignore_errors=True)  # this bench's own folder from an earlier run
         data = ["--dataset_name", str(pairs)] if method in ("dpo", "orpo") else ["--dataset_name", str(prompts)]
@@ -182,8 +217,10 @@ def main(argv=None):
             *data,
         ]
         result = subprocess.run(command, capture_output=True, text=True)
-        if result.returncode:
-            raise SystemExit(f"{method} failed:\n{result.stdout[-2000:]}\n{result.stderr[-3000:]}")
+        if result.returncode:  # the other methods still run: a GPU lease is short
+            failed.append(method)
+            print(f"{method} {logprobs} failed:\n{result.stdout[-2000:]}\n{result.stderr[-3000:]}", flush=True)
+            continue
         cost = json.loads((run_dir / "cost.json").read_text())
         samples = samples_trained(method, run_dir, cost["train_steps"])
         estimate_mb = estimated_mb(method, arch, lengths, logprobs)
@@ -222,34 +259,12 @@ def main(argv=None):
             + ", ".join(f"{phase} {seconds:.1f} s" for phase, seconds in (cost.get("time_split") or {}).items()),
             flush=True,
         )
-    settings = {
-        "model": args.model,
-        "device": torch.cuda.get_device_name(),
-        "steps": args.steps,
-        "generation_tokens_per_second": tokens_per_second,
-        "versions": library_versions(),
-        "seconds": round(time.time() - start, 1),
-        "weights": "random (architecture from config.json)",
-    }
-    (out / "summary.json").write_text(json.dumps(records, indent=2) + "\n")
-    (out / "settings.json").write_text(json.dumps(settings, indent=2) + "\n")
-    lines = [
-        f"# GPU benchmark: {args.model} in 4-bit + LoRA, {settings['device']}",
-        "",
-        "| method | log-probs | max_memory_allocated GB | estimated GB | error | s/step | samples/s "
-        "| generation tokens/s | models | generation / rewards / forward-backward s |",
-        "|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    for r in records:
-        gen = "" if r["generation_tokens_per_second"] is None else f"{r['generation_tokens_per_second']:.0f}"
-        lines.append(
-            f"| {r['method']} | {r['logprobs']} | {r['peak_memory_mb'] / 1024:.2f} "
-            f"| {r['estimated_memory_mb'] / 1024:.2f} "
-            f"| {r['estimate_error']:+.1%} | {r['seconds_per_step']:.1f} "
-            f"| {r['samples_per_second']:.2f} | {gen} | {r['models_in_memory']} | {split_cell(r['time_split'])} |"
-        )
-    (out / "summary.md").write_text("\n".join(lines + ["", "```json", json.dumps(settings, indent=2), "```", ""]))
-    print((out / "summary.md").read_text())
+        # after every method, so that a run cut short (a lease's time limit) keeps what it measured
+        write_summary(records, settings | {"seconds": round(time.time() - start, 1)}, out)
+    if records:
+        print((out / "summary.md").read_text())
+    if failed:
+        raise SystemExit(f"make bench-gpu: {', '.join(failed)} failed (above)")
 
 
 if __name__ == "__main__":
