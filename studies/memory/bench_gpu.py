@@ -4,6 +4,7 @@ Usage:
     make bench-gpu                                   # = python -m studies.memory.bench_gpu --model qwen2.5-7b
     make bench-gpu MODEL=recipes/models/qwen2.5-7b-instruct.json ARGS="--steps 3"
     make bench-gpu ARGS="--methods grpo ppo --logprobs chunked"    # a part of it (a short GPU lease)
+    make bench-gpu ARGS="--methods dpo orpo --logprobs chunked --resume"   # adds to the part already in --out
 
 Builds the model from its shipped config.json with random weights (bf16, written once under --work), and runs
 `--steps` optimizer steps of each method in its own process with the 7B profile's settings
@@ -128,26 +129,52 @@ def split_cell(split: dict | None) -> str:
     return f"{split['generation']:.1f} / {split['rewards']:.1f} / {split['forward_backward']:.1f}"
 
 
-def write_summary(records: list[dict], settings: dict, out: Path) -> None:
-    """summary.json (make compare's schema), settings.json and summary.md from the runs measured so far."""
-    (out / "summary.json").write_text(json.dumps(records, indent=2) + "\n")
-    (out / "settings.json").write_text(json.dumps(settings, indent=2) + "\n")
+def gpu_table(records: list[dict]) -> str:
+    """The measured-against-estimated table (summary.md and docs/memory.md), and the largest error in one line."""
     lines = [
-        f"# GPU benchmark: {settings['model']} in 4-bit + LoRA, {settings['device']}",
-        "",
-        "| method | log-probs | max_memory_allocated GB | estimated GB | error | s/step | samples/s "
-        "| generation tokens/s | models | generation / rewards / forward-backward s |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| method | log-probs | max_memory_allocated GB | estimated GB | error | live-tensor meter GB | s/step "
+        "| samples/s | generation tokens/s | models | generation / rewards / forward-backward s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in records:
         gen = "" if r["generation_tokens_per_second"] is None else f"{r['generation_tokens_per_second']:.0f}"
         lines.append(
             f"| {r['method']} | {r['logprobs']} | {r['peak_memory_mb'] / 1024:.2f} "
-            f"| {r['estimated_memory_mb'] / 1024:.2f} "
-            f"| {r['estimate_error']:+.1%} | {r['seconds_per_step']:.1f} "
-            f"| {r['samples_per_second']:.2f} | {gen} | {r['models_in_memory']} | {split_cell(r['time_split'])} |"
+            f"| {r['estimated_memory_mb'] / 1024:.2f} | {r['estimate_error']:+.1%} | {r['peak_tensor_mb'] / 1024:.2f} "
+            f"| {r['seconds_per_step']:.1f} | {r['samples_per_second']:.2f} | {gen} | {r['models_in_memory']} "
+            f"| {split_cell(r['time_split'])} |"
         )
-    (out / "summary.md").write_text("\n".join(lines + ["", "```json", json.dumps(settings, indent=2), "```", ""]))
+    worst = max(records, key=lambda r: abs(r["estimate_error"]))
+    meter = max(records, key=lambda r: abs(r["peak_tensor_mb"] / r["peak_memory_mb"] - 1))
+    lines += [
+        "",
+        f"Largest estimate error: {worst['estimate_error']:+.1%} ({worst['method']}, {worst['logprobs']}); the "
+        f"live-tensor meter within {abs(meter['peak_tensor_mb'] / meter['peak_memory_mb'] - 1):.1%} of "
+        f"max_memory_allocated ({meter['method']}); not run here: "
+        + (", ".join(m for m in METHODS if m not in {r["method"] for r in records}) or "none")
+        + ".",
+    ]
+    return "\n".join(lines)
+
+
+def kept_records(out: Path, device: str, planned: list[tuple[str, str]]) -> list[dict]:
+    """--resume: the runs an earlier bench-gpu left in `out` on this same GPU, less those about to run again."""
+    summary, settings = out / "summary.json", out / "settings.json"
+    if not summary.is_file():
+        return []
+    earlier = json.loads(settings.read_text())["device"]
+    if earlier != device:
+        raise SystemExit(f"--resume: {settings} was measured on {earlier}, this GPU is {device}; use another --out")
+    return [r for r in json.loads(summary.read_text()) if (r["method"], r["logprobs"]) not in planned]
+
+
+def write_summary(records: list[dict], settings: dict, out: Path) -> None:
+    """summary.json (make compare's schema), settings.json and summary.md from the runs measured so far."""
+    (out / "summary.json").write_text(json.dumps(records, indent=2) + "\n")
+    (out / "settings.json").write_text(json.dumps(settings, indent=2) + "\n")
+    head = f"# GPU benchmark: {settings['model']} in 4-bit + LoRA, {settings['device']}"
+    text = [head, "", gpu_table(records), "", "```json", json.dumps(settings, indent=2), "```", ""]
+    (out / "summary.md").write_text("\n".join(text))
 
 
 def main(argv=None):
@@ -160,6 +187,9 @@ def main(argv=None):
         "--logprobs", nargs="+", default=["chunked", "full"], choices=["chunked", "full"], help="log-prob paths to run"
     )
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
+    parser.add_argument(
+        "--resume", action="store_true", help="keep the other methods' runs already in --out (several short leases)"
+    )
     one_line_errors()
     args = parser.parse_args(argv)
     require_cuda()  # before anything slow
@@ -189,8 +219,10 @@ def main(argv=None):
         "code_digest": code_digest(),
         "weights": "random (architecture from config.json)",
     }
-    records, failed = [], []
-    for method, logprobs in [(m, lp) for m in args.methods for lp in args.logprobs]:
+    planned = [(m, lp) for m in args.methods for lp in args.logprobs]
+    records = kept_records(out, settings["device"], planned) if args.resume else []
+    failed = []
+    for method, logprobs in planned:
         run_dir = out / f"{method}-{logprobs}"
         shutil.rmtree(run_dir, ignore_errors=True)  # this bench's own folder from an earlier run
         data = ["--dataset_name", str(pairs)] if method in ("dpo", "orpo") else ["--dataset_name", str(prompts)]

@@ -4,6 +4,8 @@ import os
 import subprocess
 import time
 
+import pytest
+
 from tests.conftest import REPO_ROOT
 
 
@@ -46,3 +48,52 @@ def test_bench_gpu_estimates_the_runs_own_lengths_and_the_pair_cut():
     assert estimated_mb("dpo", arch, lengths) == estimate(arch, dpo)["total_gb"] * GB / 2**20
     shorter = estimated_mb("dpo", arch, {**lengths, "pair": 300})
     assert shorter < estimated_mb("dpo", arch, lengths)
+
+
+def test_published_gpu_table_is_what_its_summary_writes():
+    """docs/memory.md's measured 7B table and its summary line are gpu_table() of results/bench/gpu/summary.json,
+    each estimate error is the recorded numbers' own, and the folder names the GPU and the code it ran."""
+    import json
+
+    from studies.memory.bench_gpu import gpu_table
+
+    folder = REPO_ROOT / "results" / "bench" / "gpu"
+    records = json.loads((folder / "summary.json").read_text())
+    settings = json.loads((folder / "settings.json").read_text())
+    assert gpu_table(records) in (REPO_ROOT / "docs" / "memory.md").read_text()
+    assert gpu_table(records) in (folder / "summary.md").read_text()
+    for r in records:
+        assert r["memory_measure"] == "torch.cuda.max_memory_allocated"
+        assert r["estimate_error"] == (r["estimated_memory_mb"] - r["peak_memory_mb"]) / r["peak_memory_mb"]
+    assert "H200" in settings["device"] and len(settings["code_digest"]) == 64
+    # the README's one line on it: the largest error, and which methods it covers
+    worst = max(abs(r["estimate_error"]) for r in records)
+    readme = " ".join((REPO_ROOT / "README.md").read_text().split())
+    covered = ", ".join(f"{r['method'].upper()}'s" for r in records)
+    assert f"{covered} within {worst:.1%} of an H200's count" in readme
+
+
+def test_resume_keeps_the_other_runs_on_the_same_gpu_only(tmp_path):
+    from studies.memory.bench_gpu import kept_records, write_summary
+
+    row = {
+        "method": "grpo",
+        "logprobs": "chunked",
+        "peak_memory_mb": 1000.0,
+        "estimated_memory_mb": 990.0,
+        "estimate_error": -0.01,
+        "peak_tensor_mb": 995.0,
+        "seconds_per_step": 1.0,
+        "samples_per_second": 1.0,
+        "generation_tokens_per_second": None,
+        "models_in_memory": 1,
+        "time_split": None,
+    }
+    assert kept_records(tmp_path, "GPU A", [("grpo", "chunked")]) == []  # nothing there yet
+    write_summary([row, {**row, "method": "dpo"}], {"model": "m", "device": "GPU A"}, tmp_path)
+    kept = kept_records(tmp_path, "GPU A", [("grpo", "chunked"), ("ppo", "chunked")])
+    assert [r["method"] for r in kept] == ["dpo"]  # grpo runs again, dpo is kept
+    assert "not run here: ppo, ipo, orpo." in (tmp_path / "summary.md").read_text()
+
+    with pytest.raises(SystemExit, match="measured on GPU A, this GPU is GPU B"):
+        kept_records(tmp_path, "GPU B", [("grpo", "chunked")])
