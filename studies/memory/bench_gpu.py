@@ -250,7 +250,7 @@ def main(argv=None):
         ]
         result = subprocess.run(command, capture_output=True, text=True)
         if result.returncode:  # the other methods still run: a GPU lease is short
-            failed.append(method)
+            failed.append(f"{method} ({logprobs})")
             print(f"{method} {logprobs} failed:\n{result.stdout[-2000:]}\n{result.stderr[-3000:]}", flush=True)
             continue
         cost = json.loads((run_dir / "cost.json").read_text())
