@@ -15,11 +15,12 @@ wrong one, so every sequence length is known (random weights never stop early: c
 Each method runs with both log-prob paths (`--logprobs chunked full`: the configs' chunks, TRL's full logits).
 Reports per method and path: peak GPU memory (torch.cuda.max_memory_allocated since training began, the model included)
 next to `studies.memory.estimate`'s figure for exactly those settings and lengths, and the estimate's error, and the
-live-tensor meter's peak (core.training.memory_meter, which validated the estimator on the CPU) beside CUDA's own
-count; seconds per step (metered, ~1.1x slower),
-samples per second, and generation tokens per second (transformers generate in 4-bit, k=8 completions of the
-configured length). Writes <out>/summary.json in `make compare`'s schema (accuracy fields null: the weights are
-random) and summary.md. Without CUDA it stops at once, naming the missing GPU.
+live-tensor meter's peak (core.training.memory_meter, which validated the estimator on the CPU) beside CUDA's own count
+(`--no-meter` leaves it out: it dispatches every operator in Python, and GRPO's generation under it on an H200 ran at
+132 tokens/s, 32,768 in 248 s, where generate alone ran at 247-313); seconds per step, samples per second, and
+generation tokens per second (transformers generate in 4-bit, k=8 completions of the configured length). Writes
+<out>/summary.json in `make compare`'s schema (accuracy fields null: the weights are random) and summary.md. Without
+CUDA it stops at once, naming the missing GPU.
 """
 
 import argparse
@@ -129,6 +130,10 @@ def split_cell(split: dict | None) -> str:
     return f"{split['generation']:.1f} / {split['rewards']:.1f} / {split['forward_backward']:.1f}"
 
 
+def meter_cell(record: dict) -> str:
+    return "" if record["peak_tensor_mb"] is None else f"{record['peak_tensor_mb'] / 1024:.2f}"
+
+
 def gpu_table(records: list[dict]) -> str:
     """The measured-against-estimated table (summary.md and docs/memory.md), and the largest error in one line."""
     lines = [
@@ -140,19 +145,24 @@ def gpu_table(records: list[dict]) -> str:
         gen = "" if r["generation_tokens_per_second"] is None else f"{r['generation_tokens_per_second']:.0f}"
         lines.append(
             f"| {r['method']} | {r['logprobs']} | {r['peak_memory_mb'] / 1024:.2f} "
-            f"| {r['estimated_memory_mb'] / 1024:.2f} | {r['estimate_error']:+.1%} | {r['peak_tensor_mb'] / 1024:.2f} "
+            f"| {r['estimated_memory_mb'] / 1024:.2f} | {r['estimate_error']:+.1%} | {meter_cell(r)} "
             f"| {r['seconds_per_step']:.1f} | {r['samples_per_second']:.2f} | {gen} | {r['models_in_memory']} "
             f"| {split_cell(r['time_split'])} |"
         )
     worst = max(records, key=lambda r: abs(r["estimate_error"]))
-    meter = max(records, key=lambda r: abs(r["peak_tensor_mb"] / r["peak_memory_mb"] - 1))
+    metered = [r for r in records if r["peak_tensor_mb"] is not None]
+    meter_gap = lambda r: abs(r["peak_tensor_mb"] / r["peak_memory_mb"] - 1)  # noqa: E731
+    meter = max(metered, key=meter_gap) if metered else None
+    said = (
+        f"the live-tensor meter within {meter_gap(meter):.1%} of max_memory_allocated ({meter['method']})"
+        if meter
+        else "the live-tensor meter off"
+    )
+    not_run = ", ".join(m for m in METHODS if m not in {r["method"] for r in records}) or "none"
     lines += [
         "",
-        f"Largest estimate error: {worst['estimate_error']:+.1%} ({worst['method']}, {worst['logprobs']}); the "
-        f"live-tensor meter within {abs(meter['peak_tensor_mb'] / meter['peak_memory_mb'] - 1):.1%} of "
-        f"max_memory_allocated ({meter['method']}); not run here: "
-        + (", ".join(m for m in METHODS if m not in {r["method"] for r in records}) or "none")
-        + ".",
+        f"Largest estimate error: {worst['estimate_error']:+.1%} ({worst['method']}, {worst['logprobs']}); {said}; "
+        f"not run here: {not_run}.",
     ]
     return "\n".join(lines)
 
@@ -187,6 +197,12 @@ def main(argv=None):
         "--logprobs", nargs="+", default=["chunked", "full"], choices=["chunked", "full"], help="log-prob paths to run"
     )
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
+    parser.add_argument(
+        "--meter",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="the live-tensor meter beside CUDA's count (--no-meter: faster, for a short lease)",
+    )
     parser.add_argument(
         "--resume", action="store_true", help="keep the other methods' runs already in --out (several short leases)"
     )
@@ -243,7 +259,7 @@ def main(argv=None):
             "--logging_steps",
             "1",
             "--measure_tensor_memory",
-            "true",
+            str(args.meter).lower(),
             "--logprobs",
             logprobs,
             *data,
@@ -273,7 +289,7 @@ def main(argv=None):
                 "estimated_memory_mb": estimate_mb,
                 "estimate_error": error,
                 # the CPU meter's count on the GPU: checks the meter against CUDA's own allocator counter
-                "peak_tensor_mb": cost["peak_tensor_mb"],
+                "peak_tensor_mb": cost.get("peak_tensor_mb"),
                 "models_in_memory": cost["models_in_memory"],
                 "holds": HOLDS[method],
                 "trainable_params": cost["trainable_params"],
@@ -284,10 +300,11 @@ def main(argv=None):
                 "time_split": cost.get("time_split"),
             }
         )
+        metered = f" (live-tensor meter {cost['peak_tensor_mb'] / 1024:.2f} GB)" if args.meter else ""
         print(
             f"{method:>5} {logprobs:>7}: max_memory_allocated {cost['peak_memory_mb'] / 1024:.2f} GB, estimated "
-            f"{estimate_mb / 1024:.2f} GB, error {error:+.1%} (live-tensor meter {cost['peak_tensor_mb'] / 1024:.2f}"
-            f" GB); {records[-1]['seconds_per_step']:.1f} s/step; time: "
+            f"{estimate_mb / 1024:.2f} GB, error {error:+.1%}{metered}; {records[-1]['seconds_per_step']:.1f} s/step; "
+            "time: "
             + ", ".join(f"{phase} {seconds:.1f} s" for phase, seconds in (cost.get("time_split") or {}).items()),
             flush=True,
         )

@@ -97,3 +97,24 @@ def test_resume_keeps_the_other_runs_on_the_same_gpu_only(tmp_path):
 
     with pytest.raises(SystemExit, match="measured on GPU A, this GPU is GPU B"):
         kept_records(tmp_path, "GPU B", [("grpo", "chunked")])
+
+
+def test_a_table_without_the_meter_says_so():
+    from studies.memory.bench_gpu import gpu_table
+
+    row = {
+        "method": "ppo",
+        "logprobs": "chunked",
+        "peak_memory_mb": 2048.0,
+        "estimated_memory_mb": 2150.4,
+        "estimate_error": 0.05,
+        "peak_tensor_mb": None,
+        "seconds_per_step": 1.0,
+        "samples_per_second": 1.0,
+        "generation_tokens_per_second": 300.0,
+        "models_in_memory": 2,
+        "time_split": None,
+    }
+    table = gpu_table([row])
+    assert "| ppo | chunked | 2.00 | 2.10 | +5.0% |  | 1.0 |" in table
+    assert "Largest estimate error: +5.0% (ppo, chunked); the live-tensor meter off; not run here: grpo, dpo" in table
