@@ -107,8 +107,8 @@ def generation_tokens_per_second(model_dir: Path, k: int, new_tokens: int) -> fl
     prompts = [
         [{"role": "user", "content": json.loads(line)["question"]}] for line in FIXTURE.read_text().splitlines()[:4]
     ]
-    model.generation_config.min_new_tokens = new_tokens  # random weights would stop at random; time a full batch
     generate(model, tokenizer, prompts[:1], max_new_tokens=8, temperature=1.0)  # warm-up (kernels, allocator)
+    model.generation_config.min_new_tokens = new_tokens  # random weights would stop at random; time a full batch
     torch.cuda.synchronize()
     start = time.time()
     generate(model, tokenizer, prompts, max_new_tokens=new_tokens, temperature=1.0, num_return_sequences=k)
