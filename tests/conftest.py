@@ -15,6 +15,17 @@ NO_HELDOUT = ("--heldout_limit", "0")
 # For the runs of tests about something other than quantization (signals, resume, verdicts): the tiny configs train
 # in 4-bit, whose generic CPU path costs 3-4x full precision without AVX512-BF16 (docs/test-suite.md)
 FULL_PRECISION = ("--load_in_4bit", "false")
+
+
+def slow_without_native_bf16(test):
+    """Marks a bf16 test with large products `slow` (make test, not test-fast) where the CPU does not multiply bf16
+    natively (oneDNN: AVX-512 or AMX): PyTorch's own bf16 kernel runs the logits' backward at ~1 GFLOP/s there
+    (docs/test-suite.md). Elsewhere the test stays in the inner loop."""
+    import torch
+
+    return test if torch.ops.mkldnn._is_mkldnn_bf16_supported() else pytest.mark.slow(test)
+
+
 FIXTURES = Path(__file__).parent / "fixtures"
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")

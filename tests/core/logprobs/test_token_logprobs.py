@@ -7,6 +7,7 @@ from trl.trainer.utils import entropy_from_logits, selective_log_softmax
 
 from core.logprobs.token_logprobs import chunk_tokens, token_logprobs
 from core.training.memory_meter import LiveTensorMeter
+from tests.conftest import slow_without_native_bf16
 
 QWEN_VOCAB = 152_064
 
@@ -89,6 +90,7 @@ def test_trainable_head_gets_trls_gradient():
     assert relative_error(ours[1], head.bias.grad) < 1e-5
 
 
+@slow_without_native_bf16  # 19 s on an AVX2-only EPYC
 def test_bf16_autocast_within_bf16_rounding(world):
     """Under bf16 autocast both paths do the head's matmul in bf16; what differs is where bf16 rounds the
     gradient (TRL: incoming gradient x softmax term, then bf16; here: softmax term in bf16, then x gradient)."""

@@ -19,7 +19,7 @@ from core.errors import UserError
 from core.inputs.models import model_kwargs
 from core.logprobs.trainers import check_logprobs, with_logprobs
 from rewards import get_reward_funcs
-from tests.conftest import REPO_ROOT, entry_point_error
+from tests.conftest import REPO_ROOT, entry_point_error, slow_without_native_bf16
 
 QWEN_VOCAB = 152_064
 FP32_TOLERANCE = 1e-5
@@ -151,13 +151,9 @@ def test_one_step_equals_trls_at_qwen_vocabulary_fp32(method, big_vocab_model, r
     per_token_logps_equal(method, trainer, rows, FP32_TOLERANCE)
 
 
-# Where the CPU does not multiply bf16 natively (oneDNN: AVX-512 or AMX), PyTorch's own kernel runs the logits'
-# backward at ~1 GFLOP/s: these three took 150 s of make test-fast's time on an AVX2-only EPYC (DPO's 69 s). There
-# they run in make test only; the fp32 runs above and the tiny model's stay in the inner loop everywhere.
-BF16_SLOW_HERE = () if torch.ops.mkldnn._is_mkldnn_bf16_supported() else (pytest.mark.slow,)
-
-
-@pytest.mark.parametrize("method", [pytest.param(m, marks=BF16_SLOW_HERE) for m in ("grpo", "dpo", "orpo")])
+# On an AVX2-only EPYC these three took 150 s of make test-fast (DPO's 69 s); the fp32 runs above stay everywhere.
+@slow_without_native_bf16
+@pytest.mark.parametrize("method", ["grpo", "dpo", "orpo"])
 def test_one_step_close_to_trls_at_qwen_vocabulary_bf16(method, big_vocab_model, rows, tmp_path):
     """bf16 autocast: the same bf16 logits, but the gradient rounds to bf16 at a different point (see
     tests/core/logprobs/test_token_logprobs.py), and the LoRA matmuls downstream round again: each LoRA gradient within
