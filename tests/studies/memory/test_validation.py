@@ -7,12 +7,11 @@ import subprocess
 import sys
 
 import pytest
-import torch
 
 from studies.memory.estimate import GB, Settings, estimate
 from studies.memory.tables import time_table, validation_table
 from studies.memory.validation import METHODS, PUBLISHED, estimated_parts, record_architecture
-from tests.conftest import REPO_ROOT
+from tests.conftest import REPO_ROOT, native_bf16
 
 FULL_PATH = ("grpo", "dpo")
 # Checkpointing off for one generating and one pair method (make bench-memory measures all four both ways).
@@ -21,7 +20,7 @@ UNCHECKPOINTED = ("grpo", "dpo")
 # PyTorch's own bf16 matmul with the vocabulary as its inner dimension (the logits' backward) ran at ~1 GFLOP/s
 # against ~70 in fp32 (300x slower; a run took over 1,200 s on an AVX2-only CPU): there the same runs compute in
 # fp32, where the estimator counts the same tensors at 4 bytes (measured within 1.4%, docs/test-suite.md).
-DTYPE = "bfloat16" if torch.ops.mkldnn._is_mkldnn_bf16_supported() else "float32"
+DTYPE = "bfloat16" if native_bf16() else "float32"
 
 
 def bench(out, *args) -> list[dict]:
