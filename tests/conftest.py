@@ -80,28 +80,31 @@ def smol_world() -> Path:
 
 @pytest.fixture(scope="session")
 def tiny_pairs(tiny_world, tmp_path_factory) -> Path:
-    """On-policy pairs from the tiny model, built once by the real `recipes.pairs` CLI path."""
+    """On-policy pairs from the tiny model, built once per test run by the real `recipes.pairs` CLI path (ten files
+    use them: each pytest-xdist worker sampled its own, ~38 s each on an AVX2-only CPU)."""
     import subprocess
     import sys
 
-    out = tmp_path_factory.mktemp("pairs") / "train.jsonl"
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "recipes.pairs",
-            "--config",
-            "recipes/configs/tiny/pairs.yaml",
-            "--max_prompts",
-            "48",
-            "--output",
-            str(out),
-        ],
-        cwd=REPO_ROOT,
-        check=True,
-        capture_output=True,
-    )
-    return out
+    def sample(folder: Path) -> None:
+        folder.mkdir(parents=True)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "recipes.pairs",
+                "--config",
+                "recipes/configs/tiny/pairs.yaml",
+                "--max_prompts",
+                "48",
+                "--output",
+                str(folder / "train.jsonl"),
+            ],
+            cwd=REPO_ROOT,
+            check=True,
+            capture_output=True,
+        )
+
+    return built_once(tmp_path_factory, "pairs", sample) / "train.jsonl"
 
 
 @contextmanager

@@ -1,6 +1,7 @@
 import math
 
 import recipes.dpo as dpo
+from tests.conftest import FULL_PRECISION
 from tests.recipes.helpers import assert_run_summary, run_recipe
 
 CONFIG = "recipes/configs/tiny/dpo.yaml"
@@ -18,6 +19,7 @@ def test_ipo_is_dpo_with_the_squared_loss_named_ipo(tiny_world, tiny_pairs, tmp_
     run_recipe(
         dpo,
         "recipes/configs/tiny/ipo.yaml",
+        *FULL_PRECISION,  # its subject is the loss at the first step
         "--dataset_name",
         str(tiny_pairs),
         "--max_steps",
@@ -41,6 +43,7 @@ def test_dpo_by_epochs_says_its_pairs_epochs_and_steps_before_the_first_step(tin
     trainer = run_recipe(
         dpo,
         CONFIG,
+        *FULL_PRECISION,  # its subject is the plan and the steps
         "--dataset_name",
         str(tiny_pairs),
         "--max_steps",

@@ -6,6 +6,7 @@ import pytest
 import core.inputs.prompts as prompts
 import recipes.grpo as grpo
 from core.errors import UserError
+from tests.conftest import FULL_PRECISION
 from tests.recipes.helpers import (
     assert_run_summary,
     cli,
@@ -118,6 +119,7 @@ def test_two_steps_on_the_tiny_code_world_score_in_the_sandbox(tiny_code_world, 
     trainer = run_recipe(
         grpo,
         "recipes/configs/tiny-code/grpo.yaml",
+        *FULL_PRECISION,  # its subject is the sandbox's scores
         "--max_steps",
         "2",
         "--logging_steps",

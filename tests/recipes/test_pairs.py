@@ -4,6 +4,7 @@ import pytest
 
 import recipes.pairs as pairs
 from rewards.math import math_accuracy
+from tests.conftest import FULL_PRECISION
 from tests.recipes.helpers import run_recipe
 
 
@@ -54,7 +55,10 @@ def test_code_pairs_chosen_passes_more_tests_than_rejected(tiny_code_world, tmp_
     from rewards.code import code_tests
 
     out = tmp_path / "code-pairs.jsonl"
-    rows = run_recipe(pairs, "recipes/configs/tiny-code/pairs.yaml", "--max_prompts", "24", "--output", str(out))
+    # in full precision: its subject is the sandbox's verdicts on the kept pairs
+    rows = run_recipe(
+        pairs, "recipes/configs/tiny-code/pairs.yaml", *FULL_PRECISION, "--max_prompts", "24", "--output", str(out)
+    )
     assert len(rows) >= 3 and len(rows) == len(out.read_text().splitlines())
     # the pairs keep MBPP's own columns: the same tests score them again here, in the sandbox
     chosen = code_tests(
