@@ -106,19 +106,16 @@ def test_unparseable_gold_answers_count_as_wrong_and_are_named(tiny_world, tmp_p
     assert saved["unparseable_gold"]["count"] == 1 and saved["accuracy"] <= 0.5
 
 
-def test_make_eval_reads_humaneval_gzipped_as_distributed(tiny_world, tmp_path):
+def test_eval_reads_humaneval_gzipped_as_distributed(tiny_world, tmp_path):
+    """`make eval TASK=humaneval DATA=HumanEval.jsonl.gz`'s command, in this process (the Makefile's flags: the test
+    above), its programs run in the sandbox."""
     import gzip
 
     data = tmp_path / "HumanEval.jsonl.gz"
     data.write_bytes(gzip.compress((FIXTURES / "humaneval_sample.jsonl").read_bytes()))
     out = tmp_path / "he"
-    proc = subprocess.run(
-        ["make", "eval", "TASK=humaneval", f"DATA={data}", f"OUT={out}", "ARGS=--max_new_tokens 16"],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-    )
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    argv = ["--model", "artifacts/tiny/model", "--task", "humaneval", "--data", str(data), "--out", str(out)]
+    eval_main([*argv, "--max_new_tokens", "16"])
     results = json.loads((out / "results.json").read_text())
     assert results["n"] == 3 and results["data"] == str(data) and results["sandbox_isolation"] == "root"
     assert [
