@@ -107,8 +107,8 @@ def test_unparseable_gold_answers_count_as_wrong_and_are_named(tiny_world, tmp_p
 
 
 def test_eval_reads_humaneval_gzipped_as_distributed(tiny_world, tmp_path):
-    """`make eval TASK=humaneval DATA=HumanEval.jsonl.gz`'s command, in this process (the Makefile's flags: the test
-    above), its programs run in the sandbox."""
+    """`make eval TASK=humaneval DATA=HumanEval.jsonl.gz`'s command in this process (the Makefile's flags have their
+    own test, the first in this file); the programs still run in the sandbox."""
     import gzip
 
     data = tmp_path / "HumanEval.jsonl.gz"
