@@ -80,8 +80,8 @@ def smol_world() -> Path:
 
 @pytest.fixture(scope="session")
 def tiny_pairs(tiny_world, tmp_path_factory) -> Path:
-    """On-policy pairs from the tiny model, built once per test run by the real `recipes.pairs` CLI path (ten files
-    use them: each pytest-xdist worker sampled its own, ~38 s each on an AVX2-only CPU)."""
+    """On-policy pairs from the tiny model, built once per test run by the real `recipes.pairs` CLI path (shared
+    by every file that asks for them: each pytest-xdist worker had sampled its own, ~38 s each on an AVX2-only CPU)."""
     import subprocess
     import sys
 

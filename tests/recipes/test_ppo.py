@@ -8,7 +8,7 @@ from trl.experimental.utils import get_reward
 
 import recipes.ppo as ppo
 from rewards import REWARDS
-from tests.conftest import FULL_PRECISION, REPO_ROOT
+from tests.conftest import FULL_PRECISION, NO_HELDOUT, REPO_ROOT
 from tests.recipes.helpers import (
     assert_run_summary,
     cli,
@@ -145,7 +145,8 @@ def test_the_critic_trains_at_its_own_learning_rate_when_given_one(tiny_world, t
         "recipes/configs/tiny/ppo.yaml",
         *FULL_PRECISION,  # its subject is the optimizer's groups
         *("--max_steps", "1", "--learning_rate", "5e-4", "--value_learning_rate", "2e-3"),
-        *("--lr_scheduler_type", "constant", "--output_dir", str(tmp_path / "run"), "--heldout_limit", "0"),
+        *("--lr_scheduler_type", "constant", "--output_dir", str(tmp_path / "run")),
+        *NO_HELDOUT,
     )
     critic = {id(p) for p in trainer.model.value_model.parameters() if p.requires_grad}
     policy = {id(p) for p in trainer.model.policy.parameters() if p.requires_grad}
