@@ -146,7 +146,7 @@ def main(argv=None):
         type=float,
         nargs="+",
         help="the sweep's grid for every method (default: SWEEP_GRID; a profile with its own `sweep` settings, smol: "
-        "each config's rate x 1/3, 1, 3)",
+        "its configs' former rates x 1/3, 1, 3)",
     )
     parser.add_argument("--validation_k", type=int, default=4, help="samples per validation problem")
     parser.add_argument("--sweep_seeds", type=int, help="seeds per sweep point (default 2; smol 1)")

@@ -53,8 +53,8 @@ def sweep_plan(
     key_points: int | None = None,
 ) -> tuple[dict, dict]:
     """(method -> learning-rate grid, the sweep's seeds, extend and key_points): what is given, else the profile's own
-    sweep (PROFILES' `sweep`; the real model: its config's rate x 1/3, 1, 3 at one seed, no extension, no keys), else
-    SWEEP_GRID at 2 seeds, extended at most twice, each key at 3 points.
+    sweep (PROFILES' `sweep`; the real model: its configs' former rates x 1/3, 1, 3 at one seed, no extension, no
+    keys), else SWEEP_GRID at 2 seeds, extended at most twice, each key at 3 points.
 
     >>> grid, plan = sweep_plan("smol", ["grpo", "dpo"])
     >>> grid
@@ -69,7 +69,7 @@ def sweep_plan(
     if learning_rates:
         grid = {m: sorted(learning_rates) for m in methods}
     elif own:
-        grid = {m: key_grid(recipe_config(profile, m)[1]["learning_rate"], 3) for m in methods}
+        grid = {m: own["grid"][m] for m in methods}
     else:
         grid = {m: SWEEP_GRID[m] for m in methods}
     given = {"seeds": seeds, "extend": extend, "key_points": key_points}

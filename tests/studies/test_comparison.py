@@ -17,7 +17,7 @@ from studies.comparison.readme import PART, filled, write_readme
 from studies.comparison.report import compute_lines, headline_table
 from studies.comparison.scores import read_scores
 from studies.comparison.summary import FROM_SCORES, MEASURED_ONLY_WHEN_TRAINED, same_machine
-from studies.comparison.sweep import key_grid, tune
+from studies.comparison.sweep import key_grid, sweep_plan, tune
 from studies.comparison.versus import is_claimed, sentence, what_holds
 from studies.comparison.worlds import budget_section, replaced_section, rows_of, said, transfer_table
 from studies.runner import METHODS, recipe_config, steps_for
@@ -403,8 +403,10 @@ def test_published_tables_are_their_summary_json(profile):
     assert len(compute) == 1 + 5 and "\n".join(compute) in readmes[0].read_text()
 
 
-@pytest.mark.parametrize("profile", ["tiny", "tiny-code"])
-def test_the_tiny_configs_train_at_the_learning_rate_their_published_sweep_chose(profile):
+@pytest.mark.parametrize("profile", ["tiny", "tiny-code", "smol"])
+def test_the_configs_train_at_the_learning_rate_their_published_sweep_chose(profile):
+    """Each profile's recipe configs train at the value its published sweep chose on validation, for every method
+    and key swept (the real model's sweep: its config's former rate x 1/3, 1, 3 on one seed)."""
     import yaml
 
     rows = json.loads((REPO_ROOT / "results" / "compare" / profile / "sweep.json").read_text())
@@ -418,7 +420,17 @@ def test_the_tiny_configs_train_at_the_learning_rate_their_published_sweep_chose
         best = max(r["validation_sampled_pass1"] for r in rows if (r["method"], key_of(r)) == (method, key))
         assert row["validation_sampled_pass1"] == best
     chosen = {method: row for (method, key), row in chosen.items() if key == "learning_rate"}
-    assert chosen["ipo"]["measured"]["commit"]  # a newer sweep's rows say where they ran
+    newer = chosen.values() if profile == "smol" else [chosen["ipo"]]  # rows since the sweep recorded where it ran
+    assert all(row["measured"]["commit"] and row["measured"]["kernel_flags"] for row in newer)
+
+
+def test_the_real_model_s_sweep_command_reproduces_its_published_grid():
+    """`make sweep PROFILE=smol` checks the points its published sweep.json holds (the grid is written out, since
+    the configs moved to the rates it chose), so `--resume` on that file measures nothing again."""
+    rows = json.loads((REPO_ROOT / "results" / "compare" / "smol" / "sweep.json").read_text())
+    grid, plan = sweep_plan("smol", list(METHODS))
+    assert grid == {m: sorted(r["value"] for r in rows if r["method"] == m) for m in METHODS}
+    assert plan == {"seeds": 1, "extend": 0, "key_points": 0} and all(r["seeds"] == [0] for r in rows)
 
 
 def test_what_the_math_readme_reads_from_its_table_holds():
