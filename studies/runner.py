@@ -61,19 +61,14 @@ PROFILES = {
         # no accuracy-against-compute curve: its 4 checkpoints x 5 methods a seed, each scored on validation, would
         # cost more than the table's own training and evaluation on 2 cores
         "checkpoints": 0,
-        # make sweep: the learning rate checked at its config's former value x 1/3, 1, 3 on one seed (hours a point
-        # here). Written out because the configs now train at the rate it chose: the command reproduces sweep.json.
+        # make sweep: each learning rate checked at x 1/3, 1, 3 of `centres` on one seed (hours a point here). The
+        # centres are the configs' rates before this sweep: the configs now train at the rate it chose, and the
+        # command still checks the points sweep.json holds.
         "sweep": {
             "seeds": 1,
             "extend": 0,
             "key_points": 0,
-            "grid": {
-                "grpo": [6.67e-5, 2e-4, 6e-4],
-                "ppo": [3.33e-5, 1e-4, 3e-4],
-                "dpo": [1.67e-5, 5e-5, 1.5e-4],
-                "ipo": [1.67e-5, 5e-5, 1.5e-4],
-                "orpo": [1.67e-5, 5e-5, 1.5e-4],
-            },
+            "centres": {"grpo": 2e-4, "ppo": 1e-4, "dpo": 5e-5, "ipo": 5e-5, "orpo": 5e-5},
         },
     },
     "7b": {

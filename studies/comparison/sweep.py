@@ -69,7 +69,7 @@ def sweep_plan(
     if learning_rates:
         grid = {m: sorted(learning_rates) for m in methods}
     elif own:
-        grid = {m: own["grid"][m] for m in methods}
+        grid = {m: key_grid(own["centres"][m], 3) for m in methods}
     else:
         grid = {m: SWEEP_GRID[m] for m in methods}
     given = {"seeds": seeds, "extend": extend, "key_points": key_points}
