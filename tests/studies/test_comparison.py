@@ -410,15 +410,14 @@ def test_the_configs_train_at_the_learning_rate_their_published_sweep_chose(prof
     import yaml
 
     rows = json.loads((REPO_ROOT / "results" / "compare" / profile / "sweep.json").read_text())
-    key_of = lambda row: row.get("key", "learning_rate")  # noqa: E731 (rows swept before keys were: learning rates)
-    chosen = {(r["method"], key_of(r)): r for r in rows if r["chosen"]}
-    assert {(r["method"], key_of(r)) for r in rows} == set(chosen)  # one choice for every method and key swept
+    chosen = {(r["method"], r["key"]): r for r in rows if r["chosen"]}
+    assert {(r["method"], r["key"]) for r in rows} == set(chosen)  # one choice for every method and key swept
     for (method, key), row in chosen.items():
-        best = max(r["validation_sampled_pass1"] for r in rows if (r["method"], key_of(r)) == (method, key))
+        best = max(r["validation_sampled_pass1"] for r in rows if (r["method"], r["key"]) == (method, key))
         assert row["validation_sampled_pass1"] == best
         config = yaml.safe_load((REPO_ROOT / "recipes" / "configs" / profile / f"{method}.yaml").read_text())
         trained = config.get(key) or (config["learning_rate"] if key == "value_learning_rate" else None)
-        assert trained == row.get("value", row["learning_rate"]), (profile, method, key)
+        assert trained == row["value"], (profile, method, key)
     # every row says where it ran: the commit and the CPU's kernel flags
     assert all(row["measured"]["commit"] and row["measured"]["kernel_flags"] for row in rows)
 
