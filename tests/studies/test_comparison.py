@@ -90,6 +90,19 @@ def test_report_computes_every_number_again_from_the_per_problem_scores(compare_
         main(["--profile", "tiny", "--out", str(tmp_path), "--report"])
 
 
+@pytest.mark.parametrize("folder", ["tiny", "tiny-completions", "tiny-code", "tiny-code-completions"])
+def test_every_published_summary_is_what_its_per_problem_scores_make(folder):
+    """What --report rewrites, byte for byte, for each published table: every statistic in summary.json computed
+    again from per_problem.jsonl, the runs' measured costs as recorded (the README's parts: the rerun-README tests)."""
+    out = REPO_ROOT / "results" / "compare" / folder
+    summary, settings = read_published(out)
+    measured = [{k: v for k, v in r.items() if k not in FROM_SCORES} for r in summary["runs"]]
+    again = from_scores(
+        measured, read_scores(out), settings["methods"], summary["base_validation_sampled_pass1"], summary["budget"]
+    )
+    assert json.dumps(again, indent=2) + "\n" == (out / "summary.json").read_text()
+
+
 def per_problem(eval_file, problems: int) -> dict:
     """Greedy and sampled pass@1 per problem from a run's evaluation records: the greedy one of each problem first,
     then its samples."""
