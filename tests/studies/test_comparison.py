@@ -623,7 +623,7 @@ def test_what_the_code_readme_reads_from_its_table_holds():
     }
     assert 0.004 < sweep["ppo", "learning_rate", 1e-3] - sweep["ppo", "learning_rate", 5e-4] < 0.006
     assert round(sweep["ppo", "learning_rate", 2e-3], 2) == 0.74
-    # the sandbox: GRPO's largest share of any method's, 39%; nothing clipped
+    # the sandbox: GRPO's largest share of any method's, 39%; PPO's held-out completions the most cut, 0.03%
     share = {m: a["reward_share"] for m, a in methods.items()}
     assert max(share, key=share.get) == "grpo" and round(share["grpo"], 2) == 0.39
     clipped = {m: a["clipped_share"] for m, a in methods.items()}
