@@ -111,6 +111,15 @@ def from_scores(
     }
 
 
+def summary_again(summary: dict, settings: dict, out: Path) -> dict:
+    """A published summary.json computed again (--report): every statistic from `out`'s per-problem scores, the
+    runs' measured costs as recorded."""
+    measured = [{k: v for k, v in r.items() if k not in FROM_SCORES} for r in summary["runs"]]
+    return from_scores(
+        measured, read_scores(out), settings["methods"], summary["base_validation_sampled_pass1"], summary["budget"]
+    )
+
+
 def write_report(summary: dict, settings: dict, estimates: dict, out: Path) -> None:
     """summary.md (with the folder's sweep, if one was run), the plots and the generated parts of the folder's
     README (studies.comparison.readme), after a run or from its JSON (--report)."""
@@ -206,14 +215,7 @@ def main(argv=None):
             raise SystemExit(f"--report: no summary.json and settings.json in {out} (make compare writes them)")
         summary, settings = published
         if "rule" in summary:  # every statistic again from per_problem.jsonl; the runs' measured costs as recorded
-            measured = [{k: v for k, v in r.items() if k not in FROM_SCORES} for r in summary["runs"]]
-            summary = from_scores(
-                measured,
-                read_scores(out),
-                settings["methods"],
-                summary["base_validation_sampled_pass1"],
-                summary["budget"],
-            )
+            summary = summary_again(summary, settings, out)
             (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
         write_report(summary, settings, estimate_all(estimate_model, args.profile)[0], out)
         if "rule" in summary:

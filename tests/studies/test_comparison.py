@@ -11,7 +11,7 @@ import pytest
 
 from core.report.stats import crossed_difference, detectable_difference
 from core.runs.metrics import first_last
-from studies.comparison.__main__ import from_scores, main, write_report
+from studies.comparison.__main__ import from_scores, main, summary_again, write_report
 from studies.comparison.published import against_published, read_published
 from studies.comparison.readme import PART, filled, write_readme
 from studies.comparison.report import compute_lines, headline_table
@@ -95,11 +95,7 @@ def test_every_published_summary_is_what_its_per_problem_scores_make(folder):
     """What --report rewrites, byte for byte, for each published table: every statistic in summary.json computed
     again from per_problem.jsonl, the runs' measured costs as recorded (the README's parts: the rerun-README tests)."""
     out = REPO_ROOT / "results" / "compare" / folder
-    summary, settings = read_published(out)
-    measured = [{k: v for k, v in r.items() if k not in FROM_SCORES} for r in summary["runs"]]
-    again = from_scores(
-        measured, read_scores(out), settings["methods"], summary["base_validation_sampled_pass1"], summary["budget"]
-    )
+    again = summary_again(*read_published(out), out)
     assert json.dumps(again, indent=2) + "\n" == (out / "summary.json").read_text()
 
 
