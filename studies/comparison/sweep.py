@@ -4,10 +4,11 @@ a grid whose best point is at an edge is extended one step past that edge, at mo
 still at an edge is recorded as such. Then, at the chosen rate, each method's own key at `key_points` points around
 its config's value, extended the same way (DPO, IPO and ORPO beta; PPO kl_coef and the critic's own learning rate;
 GRPO's beta has its own study); a key's point at the value the chosen rate already trained with is that same run, not
-a second one. The best mean over seeds is chosen. Writes sweep.json (one row per method, key and value: every seed's
-number, the mean with its bounded interval, the commit and CPU it ran on) after every point, so a sweep spread over
-sessions resumes from its committed file (`resume`: a point measured before with the same seeds, prompts and
-validation is kept), and sweep.png at the end."""
+a second one. A resumed sweep goes on from the key's points its file holds at the chosen rate, and may extend that
+grid `extend` times more. The best mean over seeds is chosen. Writes sweep.json (one row per method, key and value:
+every seed's number, the mean with its bounded interval, the commit and CPU it ran on) after every point, so a sweep
+spread over sessions resumes from its committed file (`resume`: a point measured before with the same seeds, prompts
+and validation is kept), and sweep.png at the end."""
 
 import json
 import math
@@ -114,6 +115,22 @@ def tune(measure, values: list[float], rounds: int, done: dict | None = None) ->
     if at_edge:
         print(f"[sweep] {best['method']} {best['key']}: the best point {best['value']:g} is still at the grid's edge")
     return [done[value] for value in sorted(done)]
+
+
+def held_grid(earlier: list[dict], method: str, key: str, rate: float, settings: dict) -> list[float]:
+    """The values of `key` an earlier sweep.json measured for `method` at the learning rate `rate`, the way this
+    sweep would (a resumed sweep goes on from them: once the config has taken the chosen value, that value is no
+    longer the grid's centre, and the rate's runs trained with the config's value of then).
+
+    >>> settings = {"seeds": [0, 1], "prompts": 320}
+    >>> row = {"method": "dpo", "key": "beta", "learning_rate": 1e-4, **settings}
+    >>> rows = [row | {"value": 0.3}, row | {"value": 0.1}, row | {"value": 0.9, "seeds": [0]}]
+    >>> held_grid(rows, "dpo", "beta", 1e-4, settings), held_grid(rows, "dpo", "beta", 5e-4, settings)
+    ([0.1, 0.3], [])
+    """
+    return sorted(
+        r["value"] for r in earlier if r.get("key") == key and same_point(r, method, key, r["value"], rate, settings)
+    )
 
 
 def aggregated(method: str, key: str, value: float, rate: float, runs: list[dict], trials: int) -> dict:
@@ -256,12 +273,16 @@ def sweep(
         chosen = next(r for r in own if r["chosen"])
         method_config = recipe_config(profile, method)[1]
         for key in KEYS.get(method, ()) if key_points else ():
-            centre = chosen["value"] if key == "value_learning_rate" else method_config[key]
-            grid_ = key_grid(centre, key_points)
-            middle = grid_[key_points // 2]
-            # the point at the value the chosen rate trained with is the chosen rate's own run
-            shared = {**chosen, "key": key, "value": middle, "same_run_as": "learning_rate"}
-            done = {middle: shared} if math.isclose(middle, centre) else {}
+            held = held_grid(earlier, method, key, chosen["value"], settings) if resume else []
+            if held:  # its points are kept as measured, the one the chosen rate's run shares among them
+                grid_, done = held, {}
+            else:
+                centre = chosen["value"] if key == "value_learning_rate" else method_config[key]
+                grid_ = key_grid(centre, key_points)
+                middle = grid_[key_points // 2]
+                # the point at the value the chosen rate trained with is the chosen rate's own run
+                shared = {**chosen, "key": key, "value": middle, "same_run_as": "learning_rate"}
+                done = {middle: shared} if math.isclose(middle, centre) else {}
             results += tune(lambda v, m=method, k=key, r=chosen["value"]: point(m, k, v, r), grid_, extend, done)
         save()
 
