@@ -102,12 +102,16 @@ def provenance(summary: dict, settings: dict) -> str:
     ...             "seconds": 2500.4}
     >>> print(provenance({"runs": [{"method": "base"}, {"method": "grpo"}]}, settings))
     **Measured at commit 0123456 on a 2-core AMD EPYC (`avx2`)**, 2,500 s for 1 trainings and their evaluations.
+    >>> provenance({"runs": []}, settings | {"commit": "0123456789abcdef+changes"}).split(" on ")[0]
+    '**Measured at commit 0123456 with uncommitted changes'
     """
     trained = sum(r["method"] != "base" for r in summary["runs"])
     borrowed = len(settings["borrowed"]["runs"]) if settings.get("borrowed") else 0
     took = f", {borrowed} of them taken from {settings['borrowed']['from']}" if borrowed else ""
+    # a tree that differed from its commit is said so: the commit alone would name code that did not run
+    changed = " with uncommitted changes" if settings["commit"].endswith("+changes") else ""
     return (
-        f"**Measured at commit {settings['commit'][:7]} on a {settings['cpus']}-core {settings['cpu']} "
+        f"**Measured at commit {settings['commit'][:7]}{changed} on a {settings['cpus']}-core {settings['cpu']} "
         f"(`{' '.join(settings['kernel_flags'])}`)**, {settings['seconds']:,.0f} s for {trained} trainings{took} and "
         "their evaluations."
     )
