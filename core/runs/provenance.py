@@ -35,11 +35,13 @@ def cpu(cpuinfo: Path = Path("/proc/cpuinfo")) -> dict:
 
 
 def commit(repo: Path = REPO) -> str | None:
-    """The checked-out commit, with "+changes" when the work tree differs from it; None outside a git checkout."""
+    """The checked-out commit, with "+changes" when the work tree's code differs from it; None outside a git
+    checkout. Changes under results/ do not count: they are what runs write (a comparison spread over sessions keeps
+    its records there as it goes), not code that ran."""
     try:
         head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True, check=True)
         dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
+            ["git", "status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)results"],
             cwd=repo,
             capture_output=True,
             text=True,

@@ -9,6 +9,21 @@ def test_commit_is_the_checked_out_one_and_none_outside_a_checkout(tmp_path):
     assert commit(tmp_path) is None
 
 
+def test_a_changed_result_is_not_a_change_to_the_code_that_ran(tmp_path):
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(tmp_path)]
+    subprocess.run([*git, "init", "-q"], check=True)
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "elapsed.json").write_text("{}\n")
+    (tmp_path / "run.py").write_text("x = 1\n")
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "start"], check=True)
+    head = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    (tmp_path / "results" / "elapsed.json").write_text('{"seconds": 1}\n')  # what a run writes as it goes
+    assert commit(tmp_path) == head
+    (tmp_path / "run.py").write_text("x = 2\n")
+    assert commit(tmp_path) == head + "+changes"
+
+
 def test_cpu_names_the_model_and_only_the_kernel_flags(tmp_path):
     info = tmp_path / "cpuinfo"
     info.write_text(
