@@ -14,6 +14,8 @@ results/compare/tiny/summary.json).
 'not seen (it could have detected 8.0 points)'
 >>> verdict(tiny, tiny | {"mean": 0.01, "ci95": [-0.2, 0.22], "claimed": False, "detectable": 0.31})
 'not told apart (it could have detected only 31.0 points)'
+>>> verdict(tiny, tiny | {"mean": 0.3, "ci95": [-0.07, 0.69], "claimed": False, "detectable": 1.3})
+'not told apart (it could have detected no difference up to 100 points)'
 >>> verdict(tiny, None)
 'not measured'
 """
@@ -45,6 +47,8 @@ def verdict(tiny: dict, real: dict | None) -> str:
     could = real.get("detectable")
     if could is not None and could <= abs(tiny["mean"]):
         return f"not seen (it could have detected {detectable(could)})"
+    if could is not None and could > 1:  # the run could not have told any two shares apart
+        return "not told apart (it could have detected no difference up to 100 points)"
     return f"not told apart (it could have detected only {detectable(could)})" if could else "not told apart"
 
 

@@ -90,13 +90,18 @@ def test_report_computes_every_number_again_from_the_per_problem_scores(compare_
         main(["--profile", "tiny", "--out", str(tmp_path), "--report"])
 
 
-@pytest.mark.parametrize("folder", ["tiny", "tiny-completions", "tiny-code", "tiny-code-completions"])
+@pytest.mark.parametrize("folder", ["tiny", "tiny-completions", "tiny-code", "tiny-code-completions", "smol"])
 def test_every_published_summary_is_what_its_per_problem_scores_make(folder):
     """What --report rewrites, byte for byte, for each published table: every statistic in summary.json computed
     again from per_problem.jsonl, the runs' measured costs as recorded (the README's parts: the rerun-README tests)."""
     out = REPO_ROOT / "results" / "compare" / folder
     again = summary_again(*read_published(out), out)
     assert json.dumps(again, indent=2) + "\n" == (out / "summary.json").read_text()
+
+
+def per_problem_records(eval_file, problems: int) -> list[dict]:
+    """A run's greedy evaluation records, one per problem (they come first in its eval_*.jsonl)."""
+    return [json.loads(line) for line in eval_file.read_text().splitlines()[:problems]]
 
 
 def per_problem(eval_file, problems: int) -> dict:
@@ -498,6 +503,84 @@ def test_a_rerun_readme_is_its_json(profile):
     docs = " ".join((REPO_ROOT / "docs" / "comparison.md").read_text().split())
     said = docs.split(f"`results/compare/{profile}/`: rerun", 1)[1].split("- `results/compare/", 1)[0]
     assert f"of {claims} claims, {counts['holds']} hold, {counts['not seen']} are not seen" in said
+
+
+def test_the_real_models_readme_is_its_json():
+    """results/compare/smol: the real model's table, three seeds, every run's records, pairs and evaluations kept, its
+    README's generated parts what its files make of them, among them each claim of the tiny math table beside the
+    same difference here; docs/comparison.md's account held to that tally."""
+    folder = REPO_ROOT / "results" / "compare" / "smol"
+    summary = json.loads((folder / "summary.json").read_text())
+    settings = json.loads((folder / "settings.json").read_text())
+    assert settings["profile"] == "smol" and settings["prompts"] == 56 and settings["eval_n"] == 100
+    readme = (folder / "README.md").read_text()
+    names = [m[1] for m in PART.finditer(readme)]
+    assert names == ["provenance", "sweep", "table", "holds", "worlds", "against-base", "versus"]
+    assert filled(readme, folder) == readme
+    scores = read_scores(folder)
+    assert sorted(scores) == sorted((m, s) for m in ("base", *METHODS) for s in range(3))
+    for (method, seed), score in scores.items():  # every score is its run's kept evaluation, problem by problem
+        kept = per_problem(folder / f"eval_{method}-seed{seed}.jsonl", 100)
+        assert score["greedy"] == kept["greedy"] and score["sampled"] == pytest.approx(kept["sampled"])
+        if method != "base":
+            assert (folder / f"{method}-seed{seed}" / "summary.json").is_file()
+    tiny = json.loads((REPO_ROOT / "results" / "compare" / "tiny" / "summary.json").read_text())
+    worlds = transfer_table(tiny, summary, "tiny", "smol")
+    assert "\n".join(worlds) in readme
+    tally = next(line for line in worlds if line.startswith("Of the "))
+    counts = dict((what, int(n)) for n, what in re.findall(r"(\d+) (holds|not seen|not told apart|flips)", tally))
+    docs = " ".join((REPO_ROOT / "docs" / "comparison.md").read_text().split())
+    said_there = docs.split("- `results/compare/smol/`:", 1)[1].split("- `results/compare/", 1)[0]
+    claims = int(re.search(r"Of the (\d+) claims", tally).group(1))
+    assert f"of the tiny math table's {claims} claims, {counts.get('holds', 0)} hold" in said_there
+    main_readme = " ".join((REPO_ROOT / "README.md").read_text().split())
+    family = summary["against_base"] + summary["versus"]
+    assert f"{sum(r['claimed'] for r in family)} of {len(family)} differences claimed" in main_readme
+    none = "none holds there and none flips" if not counts.get("holds") and not counts.get("flips") else "?"
+    assert f"of the tiny table's {claims} claims, {none}" in main_readme
+    # the hand-written reading, held to the runs and their evaluations
+    runs = {(r["method"], r["seed"]): r for r in summary["runs"]}
+    text = " ".join(readme.split())
+    for method in ("grpo", "ppo"):
+        greedy = ", ".join(f"{runs[method, s]['greedy_accuracy']:.1%}" for s in range(3))
+        assert greedy.rsplit(", ", 1)[0] in text, method
+    grpo = next(r for r in summary["against_base"] if (r["a"], r["metric"]) == ("grpo", "sampled"))
+    assert f"+{grpo['mean']:.1%} points with an interval from {grpo['ci95'][0]:+.1%}".replace("%", "") in text
+    claimed = {(r["a"], r["b"], r["metric"]) for r in summary["against_base"] + summary["versus"] if r["claimed"]}
+    assert claimed == {("ipo", "base", "sampled"), ("ipo", "orpo", "sampled")}
+    below = {
+        key
+        for key, r in runs.items()
+        if key[0] != "base" and r["greedy_accuracy"] < runs["base", 0]["greedy_accuracy"]
+    }
+    assert below == {("ppo", 1), ("ppo", 2), ("grpo", 2)}
+    assert f"below the base's greedy accuracy ({runs['base', 0]['greedy_accuracy']:.1%})" in text
+    assert min(below, key=lambda key: runs[key]["greedy_accuracy"]) == ("ppo", 1)  # "the lowest"
+    lengths = {
+        n: json.loads((folder / f"eval_{n}.json").read_text()) for n in ("base-seed1", "ppo-seed1", "grpo-seed2")
+    }
+    base, ppo = lengths["base-seed1"], lengths["ppo-seed1"]
+    assert (
+        f"{ppo['completion_length_mean']:.1f} tokens against {base['completion_length_mean']:.1f}; "
+        f"{ppo['clipped_share']:.1%} cut at the 128-token limit, the base's {base['clipped_share']:.1%}"
+    ) in text
+    assert (
+        f"seed 2 wrote the shortest of any run ({lengths['grpo-seed2']['completion_length_mean']:.1f} tokens)" in text
+    )
+    greedy = {n: per_problem_records(folder / f"eval_{n}-seed2.jsonl", 100) for n in ("base", "grpo")}
+    lost = [g for b, g in zip(greedy["base"], greedy["grpo"], strict=True) if b["score"] and not g["score"]]
+    gold = [g["gold"].split("####")[-1].strip() for g in lost]
+    kept_right = sum(
+        bool(re.search(rf"(?<![\d.]){re.escape(a)}(?![\d.])", g["completion"]))
+        for a, g in zip(gold, lost, strict=True)
+    )
+    assert f"of the {len(lost)} problems the base's greedy answer got right and its did not, {kept_right} have" in text
+    for method in ("ipo", "dpo", "orpo"):  # the preference methods' greedy accuracy over their seeds
+        scores = [runs[method, s]["greedy_accuracy"] for s in range(3)]
+        said = ", ".join(f"{g:.1%}" for g in scores) if method == "ipo" else f"{min(scores):.1%} to {max(scores):.1%}"
+        assert f"{method.upper()} {said}" in text, method
+    assert min(r["completion_length_mean"] for k, r in runs.items() if k[0] != "base") == pytest.approx(23.53)
+    assert settings["steps"] == {"grpo": 14, "ppo": 7}
 
 
 def test_a_readme_part_left_stale_is_written_again_from_the_files(tmp_path):
