@@ -586,6 +586,7 @@ def test_the_real_models_readme_is_its_json():
         assert f"{method.upper()} {said}" in text, method
     assert min(r["completion_length_mean"] for k, r in runs.items() if k[0] != "base") == pytest.approx(23.53)
     assert settings["steps"] == {"grpo": 14, "ppo": 7}
+    assert f"2 took {settings['seconds_this_invocation']:,.0f} s here" in text  # the last invocation: seeds 1 and 2
 
 
 def test_a_readme_part_left_stale_is_written_again_from_the_files(tmp_path):
