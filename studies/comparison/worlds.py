@@ -47,9 +47,10 @@ def verdict(tiny: dict, real: dict | None) -> str:
     could = real.get("detectable")
     if could is not None and could <= abs(tiny["mean"]):
         return f"not seen (it could have detected {detectable(could)})"
-    if could is not None and could > 1:  # the run could not have told any two shares apart
-        return "not told apart (it could have detected no difference up to 100 points)"
-    return f"not told apart (it could have detected only {detectable(could)})" if could else "not told apart"
+    if not could:
+        return "not told apart"
+    only = "" if could > 1 else "only "  # a run that could have detected nothing has no 'only'
+    return f"not told apart (it could have detected {only}{detectable(could)})"
 
 
 def rows_of(summary: dict) -> dict:
