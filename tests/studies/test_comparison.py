@@ -99,15 +99,14 @@ def test_every_published_summary_is_what_its_per_problem_scores_make(folder):
     assert json.dumps(again, indent=2) + "\n" == (out / "summary.json").read_text()
 
 
-def per_problem_records(eval_file, problems: int) -> list[dict]:
-    """A run's greedy evaluation records, one per problem (they come first in its eval_*.jsonl)."""
-    return [json.loads(line) for line in eval_file.read_text().splitlines()[:problems]]
+def eval_records(eval_file) -> list[dict]:
+    """A run's evaluation records (eval_*.jsonl): the greedy one of each problem first, then its samples."""
+    return [json.loads(line) for line in eval_file.read_text().splitlines()]
 
 
 def per_problem(eval_file, problems: int) -> dict:
-    """Greedy and sampled pass@1 per problem from a run's evaluation records: the greedy one of each problem first,
-    then its samples."""
-    records = [json.loads(line) for line in eval_file.read_text().splitlines()]
+    """Greedy and sampled pass@1 per problem from a run's evaluation records."""
+    records = eval_records(eval_file)
     greedy, samples = records[:problems], records[problems:]
     k = len(samples) // problems
     sampled = [sum(r["score"] for r in samples if r["index"] == i) / k for i in range(problems)]
@@ -467,7 +466,7 @@ def test_what_the_math_readme_reads_from_its_table_holds():
         )
         assert methods[method]["greedy_vs_base"] > 3 * methods[method]["sampled_vs_base"]
     assert not methods["ipo"]["sampled_vs_base_claimed"]
-    # DPO's and ORPO's beta extended once more: DPO's 8.1 below 2.7 (inside); ORPO's up to 72.9, 219 the same
+    # DPO's and ORPO's beta extended once more: DPO's 8.1 below 2.7 (inside); ORPO's up to 72.9, 219 within 0.1
     rows = json.loads((folder / "sweep.json").read_text())
     assert not any(r.get("at_edge") for r in rows)
     beta = {r["value"]: r for r in rows if (r["method"], r["key"]) == ("dpo", "beta")}
@@ -575,7 +574,7 @@ def test_the_real_models_readme_is_its_json():
     assert (
         f"seed 2 wrote the shortest of any run ({lengths['grpo-seed2']['completion_length_mean']:.1f} tokens)" in text
     )
-    greedy = {n: per_problem_records(folder / f"eval_{n}-seed2.jsonl", 100) for n in ("base", "grpo")}
+    greedy = {n: eval_records(folder / f"eval_{n}-seed2.jsonl")[:100] for n in ("base", "grpo")}
     lost = [g for b, g in zip(greedy["base"], greedy["grpo"], strict=True) if b["score"] and not g["score"]]
     gold = [g["gold"].split("####")[-1].strip() for g in lost]
     kept_right = sum(
