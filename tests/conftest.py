@@ -107,6 +107,61 @@ def tiny_pairs(tiny_world, tmp_path_factory) -> Path:
     return built_once(tmp_path_factory, "pairs", sample) / "train.jsonl"
 
 
+def shipped_run(tmp_path_factory, method: str, *overrides: str) -> Path:
+    """`make <method>` as shipped (the tiny config, held-out evaluation on as it has it, 4-bit), trained once per test
+    run in a test process and shared by every test that only reads a finished run: returns its run folder, with
+    what it printed beside it (`printed(run)`)."""
+    import contextlib
+    import importlib
+    import io
+
+    from tests.recipes.helpers import run_recipe
+
+    def train(folder: Path) -> None:
+        folder.mkdir(parents=True)
+        said = io.StringIO()
+        with contextlib.redirect_stdout(said):
+            run_recipe(
+                importlib.import_module(f"recipes.{method}"),
+                f"recipes/configs/tiny/{method}.yaml",
+                *overrides,
+                *("--output_dir", str(folder / "run")),
+                heldout=True,
+            )
+        (folder / "printed.txt").write_text(said.getvalue())
+
+    return built_once(tmp_path_factory, f"shipped-{method}", train) / "run"
+
+
+def printed(run: Path) -> str:
+    """What a `shipped_run` printed while it trained."""
+    return (run.parent / "printed.txt").read_text()
+
+
+@pytest.fixture(scope="session")
+def shipped_grpo(tiny_world, tmp_path_factory) -> Path:
+    """`make grpo` as shipped: 40 steps, 200 held-out problems before and after."""
+    return shipped_run(tmp_path_factory, "grpo")
+
+
+@pytest.fixture(scope="session")
+def shipped_ppo(tiny_world, tmp_path_factory) -> Path:
+    """`make ppo` as shipped: 40 steps, 200 held-out problems before and after."""
+    return shipped_run(tmp_path_factory, "ppo")
+
+
+@pytest.fixture(scope="session")
+def shipped_dpo(tiny_world, tiny_pairs, tmp_path_factory) -> Path:
+    """`make dpo` as shipped, on the session's 48 prompts of pairs (one epoch; `make dpo` samples 320)."""
+    return shipped_run(tmp_path_factory, "dpo", "--dataset_name", str(tiny_pairs))
+
+
+@pytest.fixture(scope="session")
+def shipped_orpo(tiny_world, tiny_pairs, tmp_path_factory) -> Path:
+    """`make orpo` as shipped, on the session's 48 prompts of pairs."""
+    return shipped_run(tmp_path_factory, "orpo", "--dataset_name", str(tiny_pairs))
+
+
 @contextmanager
 def as_a_command(module: str, argv) -> Iterator[None]:
     """The process state `python -m <module> <argv>` would start from, for running a command in this process: its
@@ -215,3 +270,20 @@ def pytest_collection_modifyitems(config, items):
         return  # one process: the files in their own order
     rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))
+
+
+def pytest_terminal_summary(terminalreporter):
+    """After pytest's slowest durations: any test over a minute on this machine that tests/durations.py's allow-list
+    does not name, so that a slow test is seen the run it arrives, not when CI runs out of time."""
+    from tests.durations import LIMIT_S, over_limit
+
+    seconds: dict[str, float] = {}
+    for reports in terminalreporter.stats.values():
+        for report in reports:
+            if getattr(report, "when", None) in ("setup", "call", "teardown"):
+                seconds[report.nodeid] = seconds.get(report.nodeid, 0.0) + report.duration
+    late = over_limit(seconds)
+    if late:
+        terminalreporter.section(f"tests over {LIMIT_S} s here, not in tests/durations.py's allow-list")
+        for nodeid in late:
+            terminalreporter.write_line(f"{seconds[nodeid]:7.1f} s  {nodeid}")

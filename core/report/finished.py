@@ -71,10 +71,12 @@ def last_heldout(run: Path) -> tuple[dict, list[dict]] | None:
 def heldout_problems(run: Path, config: dict, task: str | None, data: str | None, limit: int | None):
     """The problems that measure a finished run after training (`make export`'s check): its own last held-out
     evaluation's task, data and count unless told otherwise, else its profile's task, 200 problems. Returns (task,
-    data, rows, the run's own per-problem records on exactly those rows or None)."""
+    data, rows, the run's own per-problem records on exactly those rows or None): a smaller `limit` keeps the records
+    of the first problems, which are the rows it loads."""
     own = last_heldout(run)
     task = task_of(run, config, task or (own[0]["task"] if own else None))
     same = own is not None and own[0]["task"] == task and data in (None, own[0].get("data"))
     data = data or (own[0].get("data") if same else None)
     rows = load_task_data(TASKS[task], data, limit or (own[0]["n"] if same else 200))
-    return task, data, rows, (own[1] if same and len(own[1]) == len(rows) else None)
+    records = [r for r in own[1] if r["index"] < len(rows)] if same else []
+    return task, data, rows, (records if len(records) == len(rows) else None)

@@ -11,21 +11,19 @@ from eval.audit import main as audit_main
 from eval.run import main as eval_main
 from tests.recipes.helpers import run_recipe
 
-pytestmark = pytest.mark.slow  # two short trainings and four evaluations
+pytestmark = pytest.mark.slow  # a short training and three evaluations, beside the session's shipped GRPO run
 
 CONFIG = "recipes/configs/tiny/grpo.yaml"
 TWO_STEPS = ["--max_steps", "2", "--logging_steps", "1", "--per_device_train_batch_size", "8"]
 
 
 @pytest.fixture(scope="module")
-def runs(tiny_world, tmp_path_factory):
-    """Two finished GRPO runs of two steps: one trained without held-out evaluation, one with it on 20 problems."""
+def runs(tiny_world, shipped_grpo, tmp_path_factory):
+    """Two finished GRPO runs: one of two steps trained without held-out evaluation, and `make grpo` as shipped
+    (held-out on 200 problems: its own records)."""
     root = tmp_path_factory.mktemp("audit")
     run_recipe(grpo, CONFIG, *TWO_STEPS, "--output_dir", str(root / "off"))
-    run_recipe(
-        grpo, CONFIG, *TWO_STEPS, "--output_dir", str(root / "on"), "--heldout_task", "tiny", "--heldout_limit", "20"
-    )
-    return root / "off", root / "on"
+    return root / "off", shipped_grpo
 
 
 def test_a_run_trained_without_held_out_is_measured_as_make_eval_measures_it(runs, tiny_world, tmp_path, capsys):
@@ -90,6 +88,6 @@ def test_several_runs_side_by_side_and_a_bad_folder_refused_before_loading(runs,
     assert capsys.readouterr().out == ""  # refused before any run was judged
     results = audit_main([str(off), str(on), "--limit", "20"])
     table = capsys.readouterr().out.split("| run | method |")[1]
-    for result in results:
+    for result, steps, n in zip(results, (2, 40), (20, 200), strict=True):  # the shipped run's own: 200 problems
         held = result["verdict"]["heldout"]
-        assert f"| {result['run']} | GRPO | 2 | {held['before']:.1%} -> {held['after']:.1%} (n=20) |" in table
+        assert f"| {result['run']} | GRPO | {steps} | {held['before']:.1%} -> {held['after']:.1%} (n={n}) |" in table

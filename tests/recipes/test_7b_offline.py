@@ -22,6 +22,10 @@ pytestmark = pytest.mark.slow  # a step of each, in bf16 on a CPU
 CONFIGS = sorted((REPO_ROOT / "recipes" / "configs").glob("7b*/*.yaml"))
 SEVEN_B = REPO_ROOT / "recipes" / "models" / "qwen2.5-7b-instruct.json"
 TRAINER_CPU = ["--use_cpu", "true", "--max_steps", "1", "--logging_steps", "1", "--save_strategy", "no"]
+# One step as small as the config allows: its micro-batch as written, accumulated only as far as a method needs (GRPO:
+# one prompt's group of k = 8 completions, two micro-batches of 4; the others one micro-batch), not the 16-32
+# sequences a 7B step accumulates. The lengths, dtype and every other setting stay the config's.
+SMALLEST_STEP = {"grpo": 2}
 
 
 def stand_in(tiny_model, folder):
@@ -65,10 +69,11 @@ def test_one_step_of_each_7b_config_with_local_stand_ins(path, tiny_world, tiny_
             "--output",
             str(out / "pairs.jsonl"),
         ]
-    elif method in ("dpo", "ipo", "orpo"):
-        overrides += ["--dataset_name", str(tiny_pairs), *TRAINER_CPU, "--output_dir", str(out)]
     else:
-        overrides += ["--dataset_name", str(data), *TRAINER_CPU, "--output_dir", str(out)]
+        dataset = tiny_pairs if method in ("dpo", "ipo", "orpo") else data
+        accumulate = str(SMALLEST_STEP.get(method, 1))
+        overrides += ["--dataset_name", str(dataset), *TRAINER_CPU, "--gradient_accumulation_steps", accumulate]
+        overrides += ["--output_dir", str(out)]
     # in this process, parsed as the CLI parses (YAML + flags), held-out evaluation as the config has it
     run_recipe(import_module(f"recipes.{script}"), str(path), *overrides, heldout=True)
     if method == "pairs":
@@ -96,6 +101,7 @@ def test_one_step_of_each_7b_config_with_local_stand_ins(path, tiny_world, tiny_
     ):
         if key in config:  # the 7B settings themselves ran, not CPU defaults
             assert resolved[key] == config[key], key
+    assert resolved["per_device_train_batch_size"] == config["per_device_train_batch_size"]
     summary = json.loads((out / "summary.json").read_text())
     assert summary["steps"] == 1 and summary["signal_first"] is not None
     assert summary["method"] == method  # an IPO run is named IPO, in its folder's records and its summary

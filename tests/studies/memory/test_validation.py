@@ -3,15 +3,13 @@ real 2-step run of each method, checkpointing on and off), and the published val
 estimator and docs/memory.md."""
 
 import json
-import subprocess
-import sys
 
 import pytest
 
 from studies.memory.estimate import GB, Settings, estimate
 from studies.memory.tables import time_table, validation_table
 from studies.memory.validation import METHODS, PUBLISHED, estimated_parts, record_architecture
-from tests.conftest import REPO_ROOT, native_bf16
+from tests.conftest import REPO_ROOT, native_bf16, run_main
 
 FULL_PATH = ("grpo", "dpo")
 # Checkpointing off for one generating and one pair method (make bench-memory measures all four both ways).
@@ -24,15 +22,12 @@ DTYPE = "bfloat16" if native_bf16() else "float32"
 
 
 def bench(out, *args) -> list[dict]:
-    result = subprocess.run(
-        [sys.executable, "-m", "studies.memory.validation", "--sizes", "qwen-vocab", "--no-overhead", "--no-time"]
-        + ["--dtype", DTYPE, "--out", str(out), *args],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=1200,
+    """`python -m studies.memory.validation` in this process (`run_main`): each run it measures has a fresh process
+    of its own, which is what the live-tensor meter needs; the bench itself only starts them."""
+    run_main(
+        "studies.memory.validation",
+        *("--sizes", "qwen-vocab", "--no-overhead", "--no-time", "--dtype", DTYPE, "--out", str(out), *args),
     )
-    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
     return json.loads((out / "validation.json").read_text())
 
 
