@@ -29,6 +29,7 @@ export TORCH_EXTENSIONS_DIR ?= $(abspath $(VENV))/torch_extensions
 ##@ SEEDS=5             compare: seeds per method (the published tables' 5)
 ##@ BUDGET=prompts      compare: the same prompts for every method, or completions (PPO over k x the prompts)
 ##@ TEST_WORKERS=2      test, test-fast: parallel pytest workers, one thread each (0: one process)
+##@ LABEL=avx512        test-durations: the record's name (results/test-suite/<LABEL>.json)
 ##@ CPU=avx2            any target as an AVX2-only CPU runs it, on an AVX-512 machine (docs/test-suite.md)
 ##@ GPU_GB=24 SEQ=n     estimate: GPU size to check against, scored tokens per sequence
 # CPU=avx2: PyTorch's, oneDNN's and MKL's kernels capped at AVX2 and bitsandbytes' AVX512-BF16 check answering no
@@ -52,6 +53,8 @@ BUDGET ?= prompts
 TEST_WORKERS ?= 2
 XDIST := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 TEST_THREADS := $(if $(filter 0,$(TEST_WORKERS)),,OMP_NUM_THREADS=1 MKL_NUM_THREADS=1)
+# Every test's phases and seconds, as JSON lines: `make test-durations LABEL=...` records them (docs/test-suite.md).
+TEST_REPORT ?= artifacts/test-report.jsonl
 GPU_GB ?= 24
 # `k` was estimate's name for K before the two were one variable; a command that still uses it keeps working.
 K ?= $(k)
@@ -85,7 +88,7 @@ LAUNCHER = $(if $(LAUNCH),$(PY) -m recipes.launch --config_file recipes/accelera
 	$(if $(NPROC),--num_processes $(NPROC)) $(LAUNCH_ARGS) -m,$(PY) -m)
 RECIPE = $(LAUNCHER) recipes.$@ --config $(or $(CONFIG),recipes/configs/$(PROFILE)/$@.yaml) $(ARGS)
 
-.PHONY: help install test test-fast lint tiny tiny-rebuild grpo ppo dpo ipo orpo pairs eval audit export eval-compare score plot reward-check \
+.PHONY: help install test test-fast test-durations lint tiny tiny-rebuild grpo ppo dpo ipo orpo pairs eval audit export eval-compare score plot reward-check \
 	compare sweep estimate bench-memory bench-gpu bench-rewards
 
 help: ## this list
@@ -112,10 +115,13 @@ $(VENV)/.smol-installed: requirements-smol.txt | install
 	touch $@
 
 test: install $(VENV)/.smol-installed ## the whole test suite (CI runs this; TEST_WORKERS=n: n parallel workers)
-	$(TEST_THREADS) $(PY) -m pytest $(XDIST)
+	$(TEST_THREADS) $(PY) -m pytest $(XDIST) --report-log=$(TEST_REPORT)
 
 test-fast: install $(VENV)/.smol-installed ## the suite without the tests marked slow: the inner loop
 	$(TEST_THREADS) $(PY) -m pytest $(XDIST) -m "not slow"
+
+test-durations: install ## LABEL=name: the last make test's seconds as results/test-suite/<name>.json, docs' tables
+	$(PY) -m tests.durations $(TEST_REPORT) --label $(LABEL) --command "make test$(if $(CPU), CPU=$(CPU))"
 
 lint: install ## ruff check and ruff format --check
 	$(VENV)/bin/ruff check .

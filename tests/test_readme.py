@@ -151,6 +151,46 @@ def test_the_real_model_s_first_run_quotes_its_published_run():
     assert machine["cpu"] in README and machine["commit"]  # its config is the shipped one: the test below
 
 
+FIRST_RUNS = REPO_ROOT / "results" / "first-run" / "runs.json"
+
+
+def first_run_sentence(runs: list[dict]) -> str:
+    """Which CPU classes print the README's first-run block and which print other numbers, from the recorded runs:
+    the classes of the first record's numbers print the block.
+
+    >>> runs = [{"class": c, "reward": r, "heldout": h} for c, r, h in (("A", "1 -> 2", "x"), ("B", "1 -> 3", "y"))]
+    >>> first_run_sentence(runs)
+    'A prints the block below; B printed reward 1 -> 3 and held-out y instead'
+    """
+
+    def names(classes: list[str]) -> str:
+        return classes[0] if len(classes) == 1 else ", ".join(classes[:-1]) + " and " + classes[-1]
+
+    groups: dict[tuple[str, str], list[str]] = {}
+    for run in runs:
+        groups.setdefault((run["reward"], run["heldout"]), []).append(run["class"])
+    (_, block), *others = groups.items()
+    said = f"{names(block)} {'prints' if len(block) == 1 else 'print'} the block below"
+    for (reward, heldout), classes in others:
+        said += f"; {names(classes)} printed reward {reward} and held-out {heldout} instead"
+    return said
+
+
+def test_the_first_run_says_which_cpu_classes_print_which_numbers():
+    """The README's first-run block is what the recorded runs of its CPU classes printed (results/first-run/runs.json:
+    each with its source; tests/recipes/test_heldout.py holds the shipped run to the record of the machine's own
+    class), and the sentence before it names every class with the numbers it printed."""
+    runs = json.loads(FIRST_RUNS.read_text())
+    assert len({(r["reward"], r["heldout"]) for r in runs}) > 1  # the classes differ: the README must say how
+    flat = " ".join(README.split())
+    assert first_run_sentence(runs) in flat
+    block = README[README.index("GRPO finished: 40 steps") :].split("```")[0]
+    assert f"  reward {runs[0]['reward']} (mean of" in block
+    assert f"greedy: {runs[0]['heldout']} (steps 0 -> 40)" in block
+    for run in runs:
+        assert run["source"] and (run["kernel_flags"] is None or "avx2" in run["kernel_flags"]), run["class"]
+
+
 SMOL_METHODS = ("grpo", "ppo", "dpo", "ipo", "orpo")
 
 

@@ -11,15 +11,14 @@ import json
 
 import pytest
 
-import recipes.dpo as dpo
 import recipes.grpo as grpo
-import recipes.orpo as orpo
-import recipes.ppo as ppo
+from core.runs.provenance import cpu
 from eval.run import main as eval_main
-from tests.conftest import FULL_PRECISION
+from tests.conftest import FULL_PRECISION, REPO_ROOT, printed
 from tests.recipes.helpers import assert_heldout_block, run_recipe
 
 CONFIG = "recipes/configs/tiny/grpo.yaml"
+FIRST_RUNS = REPO_ROOT / "results" / "first-run" / "runs.json"  # the README's first run, by CPU class
 HELDOUT = ("--heldout_task", "tiny", "--heldout_limit", "100")
 PROXY = '''
 import re
@@ -57,36 +56,36 @@ def eval_accuracy(tmp_path, name: str, *args: str) -> float:
 
 
 @pytest.mark.slow
-def test_the_shipped_run_s_before_and_after_equal_make_eval_and_no_check_fires(tiny_world, tmp_path, capsys):
-    out = tmp_path / "run"
-    run_recipe(grpo, CONFIG, "--output_dir", str(out), heldout=True)  # as the config has it: on, 200 problems
-    printed = capsys.readouterr().out
-    held = assert_heldout_block(out, printed, 40)
+def test_the_shipped_run_s_before_and_after_equal_make_eval_and_no_check_fires(shipped_grpo, tmp_path):
+    out, said = shipped_grpo, printed(shipped_grpo)  # the run as the config has it: held-out on, 200 problems
+    held = assert_heldout_block(out, said, 40)
     assert held["n"] == 200  # the config's setting, not the test's
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["verdict"]["checks"] == [] and "warning:" not in printed
+    assert summary["verdict"]["checks"] == [] and "warning:" not in said
     limit = str(held["n"])
     assert eval_accuracy(tmp_path, "base", "--limit", limit, "--load_in_4bit") == held["before"]
     assert (
         eval_accuracy(tmp_path, "adapter", "--adapter", str(out), "--limit", limit, "--load_in_4bit") == held["after"]
     )
     assert held["after"] > held["before"]  # the shipped run learns, and the verdict can see it
-    assert f"make eval MODEL=artifacts/tiny/model ADAPTER={out} TASK=tiny LIMIT={limit} ARGS=--load_in_4bit" in printed
+    assert f"make eval MODEL=artifacts/tiny/model ADAPTER={out} TASK=tiny LIMIT={limit} ARGS=--load_in_4bit" in said
+    # what the README says this machine's CPU class prints, where a run of the class was recorded with its flags
+    for run in json.loads(FIRST_RUNS.read_text()):
+        if run["kernel_flags"] == cpu()["kernel_flags"]:
+            assert f"  reward {run['reward']} (" in said and f"greedy: {run['heldout']} (steps" in said, run["class"]
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("method", ["ppo", "dpo", "orpo"])
-def test_the_other_shipped_runs_show_the_block_and_trip_no_check(method, tiny_world, tiny_pairs, tmp_path, capsys):
+def test_the_other_shipped_runs_show_the_block_and_trip_no_check(method, request):
     """`make ppo` as shipped (40 steps); `make dpo` and `make orpo` as shipped on the session's 48 prompts of pairs
     (one epoch; `make dpo` samples 320)."""
-    module, out = {"ppo": ppo, "dpo": dpo, "orpo": orpo}[method], tmp_path / "run"
-    pairs = () if method == "ppo" else ("--dataset_name", str(tiny_pairs))
-    run_recipe(module, f"recipes/configs/tiny/{method}.yaml", *pairs, "--output_dir", str(out), heldout=True)
-    printed = capsys.readouterr().out
+    out = request.getfixturevalue(f"shipped_{method}")
+    said = printed(out)
     summary = json.loads((out / "summary.json").read_text())
-    held = assert_heldout_block(out, printed, summary["steps"])
+    held = assert_heldout_block(out, said, summary["steps"])
     assert held["n"] == 200  # the config's setting, not the test's
-    assert summary["verdict"]["checks"] == [] and "warning:" not in printed
+    assert summary["verdict"]["checks"] == [] and "warning:" not in said
 
 
 @pytest.mark.slow

@@ -1,0 +1,53 @@
+"""`make test`'s time, recorded: docs/test-suite.md's tables are the records' (results/test-suite/), each record
+says where its run ran, and the allow-list of tests over a minute names tests that exist, each with its reason."""
+
+import json
+import re
+
+from tests.conftest import REPO_ROOT
+from tests.durations import ALLOWED_OVER_LIMIT, BEGIN, DOCS, END, records, seconds_by_test, summarize, tables
+
+
+def test_the_docs_tables_are_the_records():
+    runs = records()
+    assert runs, "no record under results/test-suite/"
+    text = DOCS.read_text()
+    assert text.split(BEGIN)[1].split(END)[0].strip() == tables(runs)
+    for run in runs:  # where and what ran: a reader can tell an emulated AVX2 run from a real one
+        assert run["commit"] and run["cpu"]["kernel_flags"] and run["command"].startswith("make test"), run["label"]
+        assert run["wall_s"] <= run["summed_s"] and sum(run["outcomes"].values()) == run["tests"], run["label"]
+        assert run["cpu"]["emulated"] == ("avx2" if "CPU=avx2" in run["command"] else None), run["label"]
+
+
+def test_a_report_is_summed_per_test_and_a_failure_in_any_phase_is_the_test_s(tmp_path):
+    def row(nodeid, when, outcome, duration, start):
+        return {"$report_type": "TestReport", "nodeid": nodeid, "when": when, "outcome": outcome}, duration, start
+
+    rows = [
+        row("tests/a.py::ok", "setup", "passed", 2.0, 0.0),
+        row("tests/a.py::ok", "call", "passed", 3.0, 2.0),
+        row("tests/a.py::ok", "teardown", "passed", 1.0, 5.0),
+        row("tests/b.py::bad", "setup", "passed", 1.0, 1.0),
+        row("tests/b.py::bad", "call", "passed", 1.0, 2.0),
+        row("tests/b.py::bad", "teardown", "failed", 4.0, 3.0),
+    ]
+    report = tmp_path / "report.jsonl"
+    lines = [json.dumps(r | {"duration": d, "start": s, "stop": s + d}) for r, d, s in rows]
+    report.write_text("\n".join([json.dumps({"$report_type": "SessionStart"}), *lines]) + "\n")
+    tests = seconds_by_test(report)
+    assert {n: (t["seconds"], t["outcome"]) for n, t in tests.items()} == {
+        "tests/a.py::ok": (6.0, "passed"),
+        "tests/b.py::bad": (6.0, "failed"),
+    }
+    record = summarize(report, "x", "make test", at="abc1234")
+    assert record["wall_s"] == 7.0 and record["summed_s"] == 12.0 and record["outcomes"] == {"failed": 1, "passed": 1}
+    assert record["slowest"] == [["tests/a.py::ok", 6.0], ["tests/b.py::bad", 6.0]] and record["commit"] == "abc1234"
+
+
+def test_every_test_allowed_over_a_minute_exists_and_says_why():
+    assert 0 < len(ALLOWED_OVER_LIMIT) <= 8  # short: a long list is no guard
+    for nodeid, reason in ALLOWED_OVER_LIMIT.items():
+        path, name = nodeid.split("::")
+        source = (REPO_ROOT / path).read_text()
+        assert re.search(rf"^def {re.escape(name.split('[')[0])}\(", source, re.MULTILINE), nodeid
+        assert len(reason) > 40, nodeid
