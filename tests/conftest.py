@@ -207,7 +207,8 @@ def run_main(module: str, *argv: str) -> None:
     spend ~5 s importing what this process already has; the runs a study trains still get processes of their own."""
     import importlib.util
 
-    entry = f"{module}.__main__" if importlib.util.find_spec(f"{module}.__main__") else module
+    package = importlib.util.find_spec(module).submodule_search_locations is not None
+    entry = f"{module}.__main__" if package and importlib.util.find_spec(f"{module}.__main__") else module
     with as_a_command(module, argv):
         importlib.import_module(entry).main(list(argv))
 

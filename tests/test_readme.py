@@ -160,7 +160,7 @@ def first_run_sentence(runs: list[dict]) -> str:
 
     >>> runs = [{"class": c, "reward": r, "heldout": h} for c, r, h in (("A", "1 -> 2", "x"), ("B", "1 -> 3", "y"))]
     >>> first_run_sentence(runs)
-    'A prints the block below; B printed reward 1 -> 3 and held-out y instead'
+    'A prints the block below; B printed reward 1 -> 3, held-out y'
     """
 
     def names(classes: list[str]) -> str:
@@ -172,7 +172,7 @@ def first_run_sentence(runs: list[dict]) -> str:
     (_, block), *others = groups.items()
     said = f"{names(block)} {'prints' if len(block) == 1 else 'print'} the block below"
     for (reward, heldout), classes in others:
-        said += f"; {names(classes)} printed reward {reward} and held-out {heldout} instead"
+        said += f"; {names(classes)} printed reward {reward}, held-out {heldout}"
     return said
 
 
