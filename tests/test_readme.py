@@ -177,18 +177,22 @@ def first_run_sentence(runs: list[dict]) -> str:
 
 
 def test_the_first_run_says_which_cpu_classes_print_which_numbers():
-    """The README's first-run block is what the recorded runs of its CPU classes printed (results/first-run/runs.json:
-    each with its source; tests/recipes/test_heldout.py holds the shipped run to the record of the machine's own
-    class), and the sentence before it names every class with the numbers it printed."""
-    runs = json.loads(FIRST_RUNS.read_text())
+    """The README's first-run block is what `make grpo`'s recorded runs printed on each CPU class (results/first-run/
+    runs.json, each with its source; the same file records `make test`'s one-thread runs, and tests/recipes/
+    test_heldout.py holds the shared shipped run to the record of the machine's class and threads), and the sentence
+    before it names every class with the numbers it printed."""
+    recorded = json.loads(FIRST_RUNS.read_text())
+    runs = [r for r in recorded if r["command"] == "make grpo"]
+    assert {r["command"] for r in recorded} <= {"make grpo", "make test", "make test CPU=avx2"}
     assert len({(r["reward"], r["heldout"]) for r in runs}) > 1  # the classes differ: the README must say how
     flat = " ".join(README.split())
     assert first_run_sentence(runs) in flat
     block = README[README.index("GRPO finished: 40 steps") :].split("```")[0]
     assert f"  reward {runs[0]['reward']} (mean of" in block
     assert f"greedy: {runs[0]['heldout']} (steps 0 -> 40)" in block
-    for run in runs:
-        assert run["source"] and (run["kernel_flags"] is None or "avx2" in run["kernel_flags"]), run["class"]
+    for run in recorded:  # where a run's flags are recorded, so are its threads (the digits depend on both)
+        assert run["source"] and (run["kernel_flags"] is None) == (run["threads"] is None), run["class"]
+        assert run["emulated"] == ("avx2" if "CPU=avx2" in run["command"] else None), run["class"]
 
 
 SMOL_METHODS = ("grpo", "ppo", "dpo", "ipo", "orpo")
