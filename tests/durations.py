@@ -39,6 +39,11 @@ ALLOWED_OVER_LIMIT = {
 }
 
 
+def emulation() -> str | None:
+    """ "avx2" when this process runs as an AVX2-only CPU would (`CPU=avx2`: the Makefile caps PyTorch's kernels)."""
+    return "avx2" if os.environ.get("ATEN_CPU_CAPABILITY") == "avx2" else None
+
+
 def seconds_by_test(report: Path) -> dict:
     """{nodeid: {"seconds": setup + call + teardown, "outcome": passed, or failed / skipped in any phase, "start",
     "stop"}} from a report-log."""
@@ -125,25 +130,19 @@ def tables(runs: list[dict], files: int = 15) -> str:
     header = "| " + " | ".join(r["label"] for r in runs) + " |"
     rule = "|---" * (len(runs) + 1) + "|"
 
-    def by(key: str, rows_of) -> list[str]:
-        names = []
-        for r in runs:
-            for name in rows_of(r)[: files if key == "file" else SLOWEST]:
-                if name not in names:
-                    names.append(name)
+    def by(key: str, seconds: list[dict], shown: int) -> list[str]:
+        """A row per name among each run's `shown` first (slowest) of `seconds` ({name: seconds} per run)."""
+        names = list(dict.fromkeys(name for of_run in seconds for name in list(of_run)[:shown]))
         out = [f"| {key} {header}", rule]
         for name in names:
-            cells = []
-            for r in runs:
-                seconds = r["files"].get(name) if key == "file" else dict(map(tuple, r["slowest"])).get(name)
-                cells.append("-" if seconds is None else f"{seconds:,.0f}")
+            cells = ["-" if of_run.get(name) is None else f"{of_run[name]:,.0f}" for of_run in seconds]
             out.append(f"| `{name}` | " + " | ".join(cells) + " |")
         return out
 
     lines += ["", f"Seconds by file (setup + call + teardown, the {files} slowest files of each run):", ""]
-    lines += by("file", lambda r: list(r["files"]))
+    lines += by("file", [r["files"] for r in runs], files)
     lines += ["", f"The {SLOWEST} slowest tests of each run (seconds; `-`: not among that run's 40 slowest):", ""]
-    lines += by("test", lambda r: [nodeid for nodeid, _ in r["slowest"]])
+    lines += by("test", [dict(map(tuple, r["slowest"])) for r in runs], SLOWEST)
     return "\n".join(lines)
 
 
@@ -164,15 +163,15 @@ def main(argv=None) -> None:
     if args.report:
         if not args.label:
             raise SystemExit("error: --label names the record (results/test-suite/<label>.json)")
-        emulated = "avx2" if os.environ.get("ATEN_CPU_CAPABILITY") == "avx2" else None
-        record = summarize(args.report, args.label, args.command, emulated, args.commit)
+        record = summarize(args.report, args.label, args.command, emulation(), args.commit)
         RECORDS.mkdir(parents=True, exist_ok=True)
         (RECORDS / f"{args.label}.json").write_text(json.dumps(record, indent=1) + "\n")
         print(
             f"{args.label}: {record['tests']} tests, wall {record['wall_s']:.0f} s, summed {record['summed_s']:.0f} s"
         )
-    DOCS.write_text(with_tables(DOCS.read_text(), records()))
-    print(f"wrote {DOCS.relative_to(REPO_ROOT)}'s tables from {len(records())} records", file=sys.stderr)
+    runs = records()
+    DOCS.write_text(with_tables(DOCS.read_text(), runs))
+    print(f"wrote {DOCS.relative_to(REPO_ROOT)}'s tables from {len(runs)} records", file=sys.stderr)
 
 
 if __name__ == "__main__":

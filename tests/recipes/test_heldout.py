@@ -16,6 +16,7 @@ import recipes.grpo as grpo
 from core.runs.provenance import cpu
 from eval.run import main as eval_main
 from tests.conftest import FULL_PRECISION, REPO_ROOT, printed
+from tests.durations import emulation
 from tests.recipes.helpers import assert_heldout_block, run_recipe
 
 CONFIG = "recipes/configs/tiny/grpo.yaml"
@@ -72,10 +73,7 @@ def test_the_shipped_run_s_before_and_after_equal_make_eval_and_no_check_fires(s
     assert f"make eval MODEL=artifacts/tiny/model ADAPTER={out} TASK=tiny LIMIT={limit} ARGS=--load_in_4bit" in said
     # what a recorded run printed on this machine's CPU class with these threads and kernels, where there is one
     # (the last digits depend on all three: results/first-run/runs.json, which the README's first run reads)
-    emulated = (
-        "avx2" if torch.backends.cpu.get_cpu_capability() == "AVX2" and "avx512f" in cpu()["kernel_flags"] else None
-    )
-    here = (cpu()["kernel_flags"], torch.get_num_threads(), emulated)
+    here = (cpu()["kernel_flags"], torch.get_num_threads(), emulation())
     for run in json.loads(FIRST_RUNS.read_text()):
         if (run["kernel_flags"], run["threads"], run["emulated"]) == here:
             assert f"  reward {run['reward']} (" in said and f"greedy: {run['heldout']} (steps" in said, run["class"]
