@@ -1,10 +1,10 @@
-"""Training and scoring the comparison's runs: each method in its own process through its recipe, then every adapter
-and the starting model on the same held-out (and validation) problems."""
+"""Training and scoring the comparison's runs: each method in its own process through its recipe (forked from one that
+imported the libraries once: studies.processes), then every adapter and the starting model on the same held-out (and
+validation) problems."""
 
 import json
 import math
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -14,8 +14,8 @@ import yaml
 
 from core.evaluation.benchmarks import TASKS, load_task_data
 from core.inputs.data import pairs_cost
-from core.runs.timing import cpu_seconds
 from eval.run import correct_per_problem, evaluate_model, load_for_eval
+from studies.processes import run_command
 
 METHODS = ("grpo", "ppo", "dpo", "ipo", "orpo")
 PREFERENCE_METHODS = ("dpo", "ipo", "orpo")  # train one epoch on pairs sampled from the start model
@@ -114,16 +114,16 @@ def steps_for(method: str, config: dict, prompts: int) -> int:
     return max(1, math.ceil(prompts / prompts_per_step))
 
 
-def run(command: list[str], log: Path) -> float:
+def run(command: list[str], log: Path) -> tuple[float, float | None]:
+    """Wall and CPU seconds of `command`, a process of its own (`studies.processes`), its output in `log`."""
     start = time.time()
-    with open(log, "w") as fh:
-        result = subprocess.run(command, stdout=fh, stderr=subprocess.STDOUT)
-    if result.returncode:
+    returncode, cpu = run_command(command, log)
+    if returncode:
         raise SystemExit(
-            f"{' '.join(command)} failed (exit {result.returncode}); see {log}:\n"
+            f"{' '.join(command)} failed (exit {returncode}); see {log}:\n"
             + "\n".join(log.read_text().splitlines()[-15:])
         )
-    return time.time() - start
+    return time.time() - start, cpu
 
 
 def add_precision_argument(parser) -> None:
@@ -168,9 +168,7 @@ def sample_pairs(
         command += ["--skip_prompts", str(skip)]
     if adapter is not None:
         command += ["--adapter", str(adapter)]
-    before = cpu_seconds(children_only=True)
-    wall = run([*command, *flags], out / f"{name or 'pairs'}-seed{seed}.log")
-    cpu = cpu_seconds(children_only=True) - before
+    wall, cpu = run([*command, *flags], out / f"{name or 'pairs'}-seed{seed}.log")
     sampled = json.loads(pairs_cost(pairs_file).read_text())  # the recipe's own: prompts, completions, tokens
     cost = {"wall_seconds": wall, "cpu_seconds": cpu, **sampled}
     pairs_cost(pairs_file).write_text(json.dumps(cost, indent=2) + "\n")
@@ -270,7 +268,7 @@ def train_all(
         count = (prompts_for or {}).get(method, prompts)
         command, _ = recipe_command(profile, method, run_dir, seed, count, pairs_file, rate, checkpoints, flags)
         print(f"[compare] training {method} (seed {seed}) ...", flush=True)
-        seconds = run(command, out / f"{method}-seed{seed}.log")
+        seconds, _ = run(command, out / f"{method}-seed{seed}.log")
         print(f"[compare] {method} (seed {seed}) done in {seconds:.0f} s", flush=True)
         runs[(method, seed)] = run_dir
     return runs

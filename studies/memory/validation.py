@@ -29,7 +29,6 @@ import argparse
 import dataclasses
 import json
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -39,6 +38,7 @@ import yaml
 from core.errors import one_line_errors
 from studies.memory.estimate import GB, Settings, architecture, estimate, settings_from_config
 from studies.memory.tables import validation_table
+from studies.processes import run_command
 from studies.tiny_world import build_tokenizer
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -179,11 +179,11 @@ def run_recipe(method: str, model_dir: Path, work: Path, run_dir: Path, checkpoi
     """One 2-step run of the method's recipe in a fresh `run_dir` (this bench's own); returns its cost.json."""
     shutil.rmtree(run_dir, ignore_errors=True)
     args = run_args(method, model_dir, work, run_dir, checkpointing, **options)
-    result = subprocess.run(
-        [sys.executable, "-m", f"recipes.{method}", *args], capture_output=True, text=True, cwd=REPO_ROOT
-    )
-    if result.returncode:
-        raise SystemExit(f"{method} ({run_dir.name}) failed:\n{result.stdout[-2000:]}\n{result.stderr[-3000:]}")
+    log = work / f"{run_dir.name}.log"
+    # a process of its own (the meter counts the run's tensors from its start), forked without the imports' seconds
+    returncode, _ = run_command([sys.executable, "-m", f"recipes.{method}", *args], log)
+    if returncode:
+        raise SystemExit(f"{method} ({run_dir.name}) failed:\n{log.read_text()[-5000:]}")
     return json.loads((run_dir / "cost.json").read_text())
 
 
