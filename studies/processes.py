@@ -84,14 +84,22 @@ class ForkServer:
         return process.exitcode, cpu
 
 
+# Variables that change in a process while it runs and that no library reads at import: the fork gets their value at
+# the call like every other, so a change in them does not need a new interpreter.
+READ_WHEN_USED = {
+    "PYTEST_CURRENT_TEST",  # pytest's, at every test
+    # `import deepspeed` sets it (to 1) in whatever process imports it; torch reads it when asked about CUDA
+    "PYTORCH_NVML_BASED_CUDA_CHECK",
+}
+
+
 def changed_variables(before: dict, now) -> list[str]:
-    """The environment variables set, unset or changed from `before` to `now`, but pytest's own per-test ones
-    (PYTEST_CURRENT_TEST changes at every test; no library reads it).
+    """The environment variables set, unset or changed from `before` to `now`, but those in `READ_WHEN_USED`.
 
     >>> changed_variables({"A": "1", "PYTEST_CURRENT_TEST": "t1"}, {"A": "2", "B": "", "PYTEST_CURRENT_TEST": "t2"})
     ['A', 'B']
     """
-    names = (set(before) | set(now)) - {"PYTEST_CURRENT_TEST"}
+    names = (set(before) | set(now)) - READ_WHEN_USED
     return sorted(name for name in names if before.get(name) != now.get(name))
 
 

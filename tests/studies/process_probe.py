@@ -17,6 +17,7 @@ def main(ending: str) -> None:
                 "pid": os.getpid(),
                 "cwd": os.getcwd(),
                 "variable": os.environ.get("PROBE_VARIABLE"),
+                "nvml": os.environ.get("PYTORCH_NVML_BASED_CUDA_CHECK"),
                 "libraries_already_imported": SEEN_BEFORE,
                 "argv": sys.argv[1:],
                 "main": __name__,

@@ -62,3 +62,9 @@ def test_another_environment_gets_a_new_interpreter_that_sees_it(tmp_path, monke
     assert not seen["libraries_already_imported"]
     monkeypatch.delenv("PROBE_VARIABLE")
     assert probe(tmp_path, "normal", "back")[2]["libraries_already_imported"] is FORKED
+    # what `import deepspeed` sets in the caller is read when used, not at import: still a fork, and it has the value
+    monkeypatch.setenv("PYTORCH_NVML_BASED_CUDA_CHECK", "probe")
+    log = tmp_path / "nvml.log"
+    assert run_command([sys.executable, "-c", "pass"], log)[0] == 0  # not `python -m`: a new interpreter, as said
+    status, _, seen, _ = probe(tmp_path, "normal", "nvml")
+    assert status == 0 and seen["libraries_already_imported"] is FORKED and seen["nvml"] == "probe"
