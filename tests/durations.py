@@ -107,6 +107,18 @@ def over_limit(seconds: dict[str, float], limit: float = LIMIT_S) -> list[str]:
     return [nodeid for _, nodeid in sorted(late, reverse=True)]
 
 
+def machine_factor(before: dict, after: dict, changed: list[str]) -> tuple[float, float, float]:
+    """How much slower `after`'s machine ran than `before`'s, from the files both ran that no change in between
+    touched (`changed`: file paths or folders): (their summed seconds after / before, after, before).
+
+    >>> machine_factor({"files": {"a": 10.0, "b": 4.0}}, {"files": {"a": 12.0, "b": 1.0}}, ["b"])
+    (1.2, 12.0, 10.0)
+    """
+    kept = [f for f in before["files"] if f in after["files"] and not any(f.startswith(c) for c in changed)]
+    slow, fast = sum(after["files"][f] for f in kept), sum(before["files"][f] for f in kept)
+    return slow / fast, slow, fast
+
+
 def records() -> list[dict]:
     return [json.loads(path.read_text()) for path in sorted(RECORDS.glob("*.json"))]
 

@@ -5,7 +5,17 @@ import json
 import re
 
 from tests.conftest import REPO_ROOT
-from tests.durations import ALLOWED_OVER_LIMIT, BEGIN, DOCS, END, records, seconds_by_test, summarize, tables
+from tests.durations import (
+    ALLOWED_OVER_LIMIT,
+    BEGIN,
+    DOCS,
+    END,
+    machine_factor,
+    records,
+    seconds_by_test,
+    summarize,
+    tables,
+)
 
 
 def test_the_docs_tables_are_the_records():
@@ -51,3 +61,28 @@ def test_every_test_allowed_over_a_minute_exists_and_says_why():
         source = (REPO_ROOT / path).read_text()
         assert re.search(rf"^def {re.escape(name.split('[')[0])}\(", source, re.MULTILINE), nodeid
         assert len(reason) > 40, nodeid
+
+
+def test_the_second_part_s_before_and_after_are_the_records():
+    """docs/test-suite.md's #63 second-part table: the files' seconds in the two records, the after column also
+    divided by the machines' factor from the files that part did not touch."""
+    runs = {run["label"]: run for run in records()}
+    before, after = runs["avx2-emulated"], runs["avx2-emulated-xeon"]
+    grid = [f"tests/studies/grid/test_{name}.py" for name in ("group_size", "kl", "onpolicy", "length")]
+    rows = {
+        "memory/test_validation.py` (Qwen vocabulary)": ["tests/studies/memory/test_validation.py"],
+        "studies/test_comparison.py`": ["tests/studies/test_comparison.py"],
+        "grid/test_{group_size,kl,onpolicy,length}.py`": grid,
+        "studies/test_processes.py` (new)": ["tests/studies/test_processes.py"],
+    }
+    changed = [file for files in rows.values() for file in files]
+    factor, slow, fast = machine_factor(before, after, changed)
+    part = DOCS.read_text().split("Second part:")[1].split("Tried and not kept")[0]
+    assert f"took {factor:.2f} times as long on the Xeon" in part
+    assert f"(their summed seconds, {slow:,.0f} s against {fast:,.0f} s)" in part
+    lines = {key: line for line in part.splitlines() for key in rows if key in line}
+    for key, files in rows.items():
+        then, now = (sum(run["files"].get(file, 0.0) for file in files) for run in (before, after))
+        cells = [cell.strip() for cell in lines[key].split("|")]
+        assert cells[2].endswith(f"{then:.0f} s") or (then == 0 and cells[2] == "-"), key
+        assert cells[3].endswith(f"{now:.0f} s ({now / factor:.0f} s)"), key
