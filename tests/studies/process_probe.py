@@ -2,6 +2,7 @@
 what a run sees of its process, then ends as asked."""
 
 import atexit
+import importlib.util
 import json
 import os
 import signal
@@ -22,6 +23,7 @@ def main(ending: str) -> None:
                 "argv": sys.argv[1:],
                 "main": __name__,
                 "path0": sys.path[0],
+                "on_pythonpath": importlib.util.find_spec("probe_on_pythonpath") is not None,
             }
         ),
         flush=True,
@@ -35,6 +37,11 @@ def main(ending: str) -> None:
         sys.exit("error: a one-line message")
     if ending == "raise":
         raise ValueError("a crash")
+    if ending == "interrupt":
+        raise KeyboardInterrupt
+    if ending == "wait":  # for a signal
+        while True:
+            signal.pause()
     if ending == "kill":
         sys.stdout.flush()
         os.kill(os.getpid(), signal.SIGKILL)
