@@ -25,6 +25,7 @@ import runpy
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 from core.runs.timing import cpu_seconds
@@ -128,6 +129,7 @@ class ForkServer:
     def __init__(self):
         self.context = None
         self.environment: dict[str, str] | None = None  # the server's, from its start
+        self.lock = threading.Lock()
 
     def serves(self, command: list[str], env: dict, read_when_used: set[str]) -> bool:
         if len(command) < 3 or command[:2] != [sys.executable, "-m"]:
@@ -149,10 +151,11 @@ class ForkServer:
         return not changed
 
     def start(self, module: str, argv: list[str], log: Path, env: dict, cwd: str, interrupt: bool) -> Run:
-        if self.context is None:
-            self.context = multiprocessing.get_context("forkserver")
-            self.context.set_forkserver_preload(PRELOAD)
-            self.environment = dict(os.environ)
+        with self.lock:  # callers start runs from threads
+            if self.context is None:
+                self.context = multiprocessing.get_context("forkserver")
+                self.context.set_forkserver_preload(PRELOAD)
+                self.environment = dict(os.environ)
         receive, send = self.context.Pipe(duplex=False)
         args = (module, list(argv), str(log), cwd, env, interrupt, send)
         process = self.context.Process(target=run_module, args=args, name=module)

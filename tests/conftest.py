@@ -1,5 +1,7 @@
 import os
 import shutil
+import sys
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -7,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from core.library_noise import quiet
+from studies.processes import Run, start
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 # The tiny configs score 200 held-out problems at a run's start and end (~6 s); a test that is not about that turns it
@@ -83,7 +86,6 @@ def tiny_pairs(tiny_world, tmp_path_factory) -> Path:
     """On-policy pairs from the tiny model, built once per test run by the real `recipes.pairs` CLI path (shared
     by every file that asks for them: each pytest-xdist worker had sampled its own, ~38 s each on an AVX2-only CPU)."""
     import subprocess
-    import sys
 
     def sample(folder: Path) -> None:
         folder.mkdir(parents=True)
@@ -167,7 +169,6 @@ def as_a_command(module: str, argv) -> Iterator[None]:
     """The process state `python -m <module> <argv>` would start from, for running a command in this process: its
     sys.argv, the repository's root as the working directory (as the Makefile runs it); the excepthook its one-line
     errors set, the argv and the directory are put back after."""
-    import sys
 
     saved, cwd = (sys.argv, sys.excepthook), os.getcwd()
     sys.argv = [module, *argv]
@@ -200,6 +201,14 @@ def entry_point_error(module: str, *argv: str) -> str:
             return stop.code
         raise
     raise AssertionError(f"python -m {module} {' '.join(argv)}: no error")
+
+
+def start_command(command: list[str], env=None) -> Run:
+    """`command` started in the repository's root as `studies.processes.start` starts it, its output in a log."""
+    handle, log = tempfile.mkstemp(prefix="run-", suffix=".log")
+    os.close(handle)
+    added = env or {}
+    return start(command, Path(log), env={**os.environ, **added}, read_when_used=added, cwd=REPO_ROOT, ctrl_c=True)
 
 
 def run_main(module: str, *argv: str) -> None:

@@ -1,9 +1,7 @@
 """Shared by the recipe tests: run a recipe in-process or as a CLI, check what it saved."""
 
 import json
-import os
 import signal
-import subprocess
 import sys
 import time
 from importlib import import_module
@@ -12,7 +10,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.conftest import NO_HELDOUT, REPO_ROOT
+from studies.processes import Run
+from tests.conftest import NO_HELDOUT, REPO_ROOT, start_command
 
 
 def run_recipe(module, config: str, *overrides: str, heldout: bool = False):
@@ -86,29 +85,25 @@ def metrics_steps(run_dir: Path) -> list[int]:
     return [row["step"] for row in rows if "loss" in row or "objective/scores" in row]  # training steps only
 
 
-def cli(method: str, *args: str, env=None) -> subprocess.Popen:
-    return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            f"recipes.{method}",
-            *heldout_off(module_parser(import_module(f"recipes.{method}"))),
-            *args,
-        ],
-        cwd=REPO_ROOT,
-        env={**os.environ, **(env or {})},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+def cli(method: str, *args: str, env=None) -> Run:
+    """`python -m recipes.<method>` as its own process (forked from the server that imported the libraries once,
+    `studies/processes.py`), the held-out evaluation off, Ctrl-C at its default; `env`: variables added to this
+    process's, which the recipe's code reads when it uses them. Its output: `communicate()`, or its `log`."""
+    command = [
+        sys.executable,
+        "-m",
+        f"recipes.{method}",
+        *heldout_off(module_parser(import_module(f"recipes.{method}"))),
+    ]
+    return start_command([*command, *args], env=env)
 
 
-def run_and_sigterm_after(proc: subprocess.Popen, checkpoint: Path, timeout: float = 600) -> str:
+def run_and_sigterm_after(proc: Run, checkpoint: Path, timeout: float = 600) -> str:
     """Sends SIGTERM once `checkpoint` is complete; returns the process output."""
     deadline = time.monotonic() + timeout
     while not (checkpoint / "trainer_state.json").exists():
         if proc.poll() is not None:
-            raise AssertionError(f"run ended before {checkpoint.name}:\n{proc.stdout.read()[-3000:]}")
+            raise AssertionError(f"run ended before {checkpoint.name}:\n{proc.communicate()[0][-3000:]}")
         if time.monotonic() > deadline:
             proc.kill()
             raise AssertionError(f"no {checkpoint} after {timeout}s")

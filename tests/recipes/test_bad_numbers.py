@@ -4,7 +4,6 @@ the project, on PYTHONPATH), in full precision (their subject is not the 4-bit p
 the CLI's own parser."""
 
 import json
-import os
 import re
 import signal
 import subprocess
@@ -17,7 +16,8 @@ import pytest
 import recipes.grpo as grpo
 import recipes.orpo as orpo
 import recipes.ppo as ppo
-from tests.conftest import FULL_PRECISION, NO_HELDOUT, REPO_ROOT
+from studies.processes import Run
+from tests.conftest import FULL_PRECISION, NO_HELDOUT, REPO_ROOT, start_command
 from tests.recipes.helpers import run_recipe
 
 GRPO = "recipes/configs/tiny/grpo.yaml"
@@ -59,20 +59,12 @@ def user_rewards(tmp_path) -> dict:
     return {"PYTHONPATH": str(folder)}
 
 
-def grpo_cli(run: Path, *args: str, env=None) -> subprocess.Popen:
+def grpo_cli(run: Path, *args: str, env=None) -> Run:
     command = [sys.executable, "-m", "recipes.grpo", "--config", GRPO, *NO_HELDOUT, *FULL_PRECISION]
-    return subprocess.Popen(
-        [*command, "--output_dir", str(run), *args],
-        cwd=REPO_ROOT,
-        env={**os.environ, **(env or {})},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-    )
+    return start_command([*command, "--output_dir", str(run), *args], env=env)
 
 
-def ended(proc: subprocess.Popen, timeout: float = 600) -> str:
+def ended(proc: Run, timeout: float = 600) -> str:
     output = proc.communicate(timeout=timeout)[0]
     assert proc.returncode == 1, output[-3000:]
     assert "Traceback" not in output, output[-3000:]
@@ -134,7 +126,7 @@ def test_sigterm_while_a_reward_hangs_ends_the_run_within_the_grace_saying_where
     )
     deadline = time.monotonic() + 600
     while not marker.exists():
-        assert proc.poll() is None and time.monotonic() < deadline, proc.stdout.read()[-3000:]
+        assert proc.poll() is None and time.monotonic() < deadline, proc.log.read_text()[-3000:]
         time.sleep(0.2)
     proc.send_signal(signal.SIGTERM)
     sent = time.monotonic()

@@ -12,23 +12,20 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import FULL_PRECISION, NO_HELDOUT, REPO_ROOT
+from studies.processes import Run
+from tests.conftest import FULL_PRECISION, NO_HELDOUT, start_command
 
 pytestmark = pytest.mark.slow  # each case trains the tiny model, kills it and resumes it
 GRPO = "recipes/configs/tiny/grpo.yaml"
 DPO = "recipes/configs/tiny/dpo.yaml"
 
 
-def start(config: str, *args: str) -> subprocess.Popen:
-    """A recipe in its own process, Ctrl-C at its default (a background job's ignored SIGINT would test nothing)."""
+def start(config: str, *args: str) -> Run:
+    """A recipe in its own process (`tests.recipes.helpers.start_command`), Ctrl-C at its default (a background
+    job's ignored SIGINT would test nothing)."""
     method = Path(config).stem
-    return subprocess.Popen(
-        [sys.executable, "-m", f"recipes.{method}", "--config", config, *NO_HELDOUT, *FULL_PRECISION, *args],
-        cwd=REPO_ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    return start_command(
+        [sys.executable, "-m", f"recipes.{method}", "--config", config, *NO_HELDOUT, *FULL_PRECISION, *args]
     )
 
 
@@ -39,11 +36,11 @@ def finish(config: str, *args: str, timeout: float = 600) -> subprocess.Complete
     return subprocess.CompletedProcess(proc.args, proc.returncode, output)
 
 
-def wait_for(condition, proc: subprocess.Popen, timeout: float = 600, poll: float = 0.005):
+def wait_for(condition, proc: Run, timeout: float = 600, poll: float = 0.005):
     deadline = time.monotonic() + timeout
     while not condition():
         if proc.poll() is not None:
-            raise AssertionError(f"the run ended first:\n{proc.stdout.read()[-3000:]}")
+            raise AssertionError(f"the run ended first:\n{proc.communicate()[0][-3000:]}")
         if time.monotonic() > deadline:
             proc.kill()
             raise AssertionError("timed out")

@@ -105,7 +105,7 @@ def test_sigterm_then_resume_continues_the_same_run(tiny_world, tmp_path, monkey
         "latest",
         env={"PROMPT_LOG": str(resumed_log)},
     )
-    assert second.wait(timeout=900) == 0, second.stdout.read()[-3000:]
+    assert second.wait(timeout=900) == 0, second.log.read_text()[-3000:]
 
     straight_calls = [json.loads(line) for line in straight_log.read_text().splitlines()]
     resumed_calls = [json.loads(line) for line in resumed_log.read_text().splitlines()]

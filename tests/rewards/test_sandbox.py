@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from rewards.sandbox import Limits, Sandbox
-from tests.conftest import REPO_ROOT
+from tests.conftest import REPO_ROOT, start_command
 from tests.rewards.hostile_programs import CASES, FAKE_HOME, FILE_ATTACKS, REMOUNT_CHECK, SECRET, SYSTEM_PYTHON
 
 MODES = {"root": "root", "user": "userns"}
@@ -244,23 +244,18 @@ PREFLIGHT_COMMANDS = {
 
 @pytest.fixture(scope="module")
 def preflight_refusals(tmp_path_factory):
-    """Each command with no unshare on PATH and a model that does not exist, two at a time (each spends its seconds
-    importing the libraries on one core): {name: (result, its run folder)}."""
+    """Each command with no unshare on PATH and a model that does not exist, two at a time: {name: (result, with its
+    output, stdout and stderr together, as both; its run folder)}."""
     bin_dir = tmp_path_factory.mktemp("bin")
     (bin_dir / "python").symlink_to(sys.executable)
 
     def run(name):
         folder = tmp_path_factory.mktemp(name)
         command = [part.replace("RUN", str(folder / "run")) for part in PREFLIGHT_COMMANDS[name]]
-        result = subprocess.run(
-            [sys.executable, *command],
-            cwd=REPO_ROOT,
-            capture_output=True,
-            text=True,
-            timeout=300,
-            env={**os.environ, "PATH": str(bin_dir)},
-        )
-        return name, (result, folder / "run")
+        # forked (tests/conftest.py): PATH, which the preflight reads when it looks for unshare, is its own
+        started = start_command([sys.executable, *command], env={"PATH": str(bin_dir)})
+        output, _ = started.communicate(timeout=300)
+        return name, (subprocess.CompletedProcess(started.args, started.returncode, output, output), folder / "run")
 
     with ThreadPoolExecutor(max_workers=2) as pool:
         return dict(pool.map(run, PREFLIGHT_COMMANDS))
