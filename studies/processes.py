@@ -134,11 +134,12 @@ class ForkServer:
     def serves(self, command: list[str], env: dict, read_when_used: set[str]) -> bool:
         if len(command) < 3 or command[:2] != [sys.executable, "-m"]:
             return False
-        if self.environment is None:
-            return not cuda_available()
+        if self.environment is None and cuda_available():
+            return False
+        server = os.environ if self.environment is None else self.environment  # what it starts, or started, with
         changed = [
             name
-            for name in changed_variables(self.environment, env)
+            for name in changed_variables(server, env)
             if name not in read_when_used and not (name == "PYTHONPATH" and env.get(name))
         ]
         if changed:

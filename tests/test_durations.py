@@ -86,3 +86,29 @@ def test_the_second_part_s_before_and_after_are_the_records():
         cells = [cell.strip() for cell in lines[key].split("|")]
         assert cells[2].endswith(f"{then:.0f} s") or (then == 0 and cells[2] == "-"), key
         assert cells[3].endswith(f"{now:.0f} s ({now / factor:.0f} s)"), key
+
+
+def test_the_third_part_s_before_and_after_are_the_records():
+    """docs/test-suite.md's #63 third-part table: the files' seconds in two records of one machine."""
+    runs = {run["label"]: run for run in records()}
+    before, after = runs["avx512-amx"], runs["avx512-amx-forked"]
+    rows = {
+        "test_faults.py` |": ["tests/recipes/test_faults.py"],
+        "test_bad_numbers.py` |": ["tests/recipes/test_bad_numbers.py"],
+        "test_sandbox.py` |": ["tests/rewards/test_sandbox.py"],
+        "test_ppo.py` |": ["tests/recipes/test_grpo.py", "tests/recipes/test_ppo.py"],
+        "test_{group_size,kl}.py` |": ["tests/studies/grid/test_group_size.py", "tests/studies/grid/test_kl.py"],
+        "test_processes.py` |": ["tests/studies/test_processes.py"],
+    }
+    part = DOCS.read_text().split("Third part:")[1].split("Tried and not kept")[0]
+    changed = [file for files in rows.values() for file in files]
+    kept = [
+        f for f in before["files"] if f in after["files"] and f not in changed and not f.startswith("tests/studies/")
+    ]
+    then, now = (sum(run["files"][file] for file in kept) for run in (before, after))
+    assert f"that this part did not touch took {now:,.0f} s against {then:,.0f} s before" in part.replace("\n", " ")
+    lines = {key: line for line in part.splitlines() for key in rows if key in line}
+    for key, files in rows.items():
+        cells = [cell.strip() for cell in lines[key].split("|")]
+        for cell, run in ((cells[2], before), (cells[3], after)):
+            assert cell.endswith(", ".join(f"{run['files'][file]:.0f} s" for file in files)), (key, cell)

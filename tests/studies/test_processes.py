@@ -12,7 +12,7 @@ import time
 import pytest
 import torch
 
-from studies.processes import run_command, start
+from studies.processes import ForkServer, run_command, start
 
 PROBE = [sys.executable, "-m", "tests.studies.process_probe"]
 FORKED = not torch.cuda.is_available()  # with CUDA every run is a new interpreter
@@ -64,6 +64,8 @@ def test_another_environment_gets_a_new_interpreter_that_sees_it(tmp_path, monke
     # a library may read a variable at import: the server's imports would not have seen it
     assert status == 0 and seen["variable"] == "set after the server started"
     assert not seen["libraries_already_imported"]
+    # so too for a server not started yet: it would start with this process's environment, not the run's
+    assert not ForkServer().serves([*PROBE, "normal"], {**os.environ, "PROBE_VARIABLE": "the run's own"}, set())
     monkeypatch.delenv("PROBE_VARIABLE")
     assert probe(tmp_path, "normal", "back")[2]["libraries_already_imported"] is FORKED
     # what `import deepspeed` sets in the caller is read when used, not at import: still a fork, and it has the value
