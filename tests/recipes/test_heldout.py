@@ -22,6 +22,12 @@ from tests.recipes.helpers import assert_heldout_block, run_recipe
 CONFIG = "recipes/configs/tiny/grpo.yaml"
 FIRST_RUNS = REPO_ROOT / "results" / "first-run" / "runs.json"  # the README's first run, by CPU class
 HELDOUT = ("--heldout_task", "tiny", "--heldout_limit", "100")
+# Four prompts' groups a step, not the config's eight, for the proxy push: at half the cost its reward still rose
+# beyond its noise (trend [+0.37, +0.80]) while held-out accuracy fell 62% -> 0% (on the AMX Xeon, natively and with
+# AVX2 kernels alike). The length push keeps eight: with four it had only begun (49 -> 58 tokens, 12% cut at the
+# budget, against 89-96 and 84-98% with eight), and the brevity push too: with four its token entropy rose (0.028 ->
+# 0.230 nats) and its check did not fire.
+HALF_BATCH = ("--gradient_accumulation_steps", "4")
 PROXY = '''
 import re
 
@@ -98,13 +104,15 @@ def test_held_out_evaluation_leaves_training_byte_identical(tiny_world, tmp_path
     own, so the trained adapter is the same byte for byte as without any held-out evaluation."""
     digests = []
     sampled = ["--heldout_k", "4", "--heldout_temperature", "1.0"]
-    for name, heldout in (("on", ["--heldout_task", "tiny", "--heldout_limit", "20", *sampled]), ("off", [])):
+    # two prompts' groups a step: the adapter's bytes are the claim, the batch's size does not bear on them
+    steps = ["--max_steps", "3", "--gradient_accumulation_steps", "2", "--heldout_eval_steps", "1"]
+    for name, heldout in (("on", ["--heldout_task", "tiny", "--heldout_limit", "8", *sampled]), ("off", [])):
         out = tmp_path / name
-        run_recipe(grpo, CONFIG, "--max_steps", "3", "--heldout_eval_steps", "1", "--output_dir", str(out), *heldout)
+        run_recipe(grpo, CONFIG, *steps, "--output_dir", str(out), *heldout)
         digests.append(hashlib.sha256((out / "adapter_model.safetensors").read_bytes()).hexdigest())
     assert (tmp_path / "on" / "heldout" / "step-2.jsonl").is_file()  # evaluated between steps, not only at the ends
     assert digests[0] == digests[1]
-    # sampled pass@1 beside greedy accuracy: 4 samples of each of the 20 problems, their mean in metrics.jsonl
+    # sampled pass@1 beside greedy accuracy: 4 samples of each of the 8 problems, their mean in metrics.jsonl
     rows = [json.loads(line) for line in (tmp_path / "on" / "metrics.jsonl").read_text().splitlines()]
     evaluations = [row for row in rows if "heldout/pass@1" in row]
     assert [row["step"] for row in evaluations] == [0, 1, 2, 3]
@@ -113,8 +121,8 @@ def test_held_out_evaluation_leaves_training_byte_identical(tiny_world, tmp_path
             json.loads(line)
             for line in (tmp_path / "on" / "heldout" / f"step-{row['step']}-sampled.jsonl").read_text().splitlines()
         ]
-        assert sorted((r["index"], r["sample"]) for r in samples) == [(i, s) for i in range(20) for s in range(4)]
-        assert row["heldout/pass@1"] == sum(r["score"] for r in samples) / 80
+        assert sorted((r["index"], r["sample"]) for r in samples) == [(i, s) for i in range(8) for s in range(4)]
+        assert row["heldout/pass@1"] == sum(r["score"] for r in samples) / 32
     sampled_change = json.loads((tmp_path / "on" / "summary.json").read_text())["verdict"]["heldout"]["sampled"]
     assert sampled_change["k"] == 4 and sampled_change["before"] == evaluations[0]["heldout/pass@1"]
     assert f"sampled pass@1 (k=4): {sampled_change['before']:.1%} -> {sampled_change['after']:.1%}" in (
@@ -128,7 +136,7 @@ def test_a_proxy_reward_that_rises_while_held_out_falls_is_named_reward_hacking(
 ):
     (tmp_path / "proxy_rewards.py").write_text(PROXY)
     monkeypatch.syspath_prepend(str(tmp_path))
-    verdict = push(tmp_path, "proxy_rewards.even_answer", 32, *HELDOUT, *FULL_PRECISION)  # 16 logged steps
+    verdict = push(tmp_path, "proxy_rewards.even_answer", 32, *HELDOUT, *FULL_PRECISION, *HALF_BATCH)  # 16 rows
     printed = capsys.readouterr().out
     assert verdict["trend"]["ci95"][0] > 0  # the proxy reward rose beyond its noise
     assert verdict["heldout"]["paired"]["ci95"][1] < 0  # while held-out accuracy fell
