@@ -112,3 +112,26 @@ def test_the_third_part_s_before_and_after_are_the_records():
         cells = [cell.strip() for cell in lines[key].split("|")]
         for cell, run in ((cells[2], before), (cells[3], after)):
             assert cell.endswith(", ".join(f"{run['files'][file]:.0f} s" for file in files)), (key, cell)
+
+
+def test_the_fourth_part_s_before_and_after_are_the_records():
+    """docs/test-suite.md's #63 fourth-part table: the two files' seconds natively and under `CPU=avx2`, and what the
+    other files did meanwhile."""
+    runs = {run["label"]: run for run in records()}
+    native, emulated = ("avx512-amx-forked", "avx512-amx-fourth"), ("avx2-emulated-xeon", "avx2-emulated-xeon-fourth")
+    files = ["tests/recipes/test_heldout.py", "tests/core/logprobs/test_ppo_loop.py"]
+    part = DOCS.read_text().split("Fourth part:")[1].split("Tried and not kept")[0]
+    text = part.replace("\n", " ")
+    before, after = (runs[label] for label in native)
+    assert f"(wall {before['wall_s']:,.0f} s -> {after['wall_s']:,.0f} s;" in text
+    changed = [sum(run["files"][file] for file in files) for run in (before, after)]
+    others = [run["summed_s"] - files_s for run, files_s in zip((before, after), changed, strict=True)]
+    assert f"the two files below took {changed[0] - changed[1]:.0f} s less, the other files" in text
+    assert f"the other files {others[1] - others[0]:.0f} s more" in text
+    then, now = (runs[label] for label in emulated)
+    assert f"it went {then['wall_s']:,.0f} s -> {now['wall_s']:,.0f} s" in text
+    row = next(line for line in part.splitlines() if line.startswith("| the two files"))
+    cells = [cell.strip() for cell in row.split("|")]
+    for cell, (a, b) in ((cells[2], (before, then)), (cells[3], (after, now))):
+        heldout, loop = (f"{a['files'][file]:.0f} s, {b['files'][file]:.0f} s" for file in files)
+        assert heldout in cell and loop in cell, cell
