@@ -18,6 +18,16 @@ from tests.durations import (
 )
 
 
+def runs_by_label() -> dict[str, dict]:
+    return {run["label"]: run for run in records()}
+
+
+def docs_part(name: str) -> str:
+    """docs/test-suite.md's #63 part `name` ("Second", ...): its text up to the next part or to what was not kept."""
+    text = DOCS.read_text().split(f"{name} part:")[1]
+    return text[: re.search(r"^(?:[A-Z][a-z]+ part:|Tried and not kept)", text, re.MULTILINE).start()]
+
+
 def test_the_docs_tables_are_the_records():
     runs = records()
     assert runs, "no record under results/test-suite/"
@@ -66,7 +76,7 @@ def test_every_test_allowed_over_a_minute_exists_and_says_why():
 def test_the_second_part_s_before_and_after_are_the_records():
     """docs/test-suite.md's #63 second-part table: the files' seconds in the two records, the after column also
     divided by the machines' factor from the files that part did not touch."""
-    runs = {run["label"]: run for run in records()}
+    runs = runs_by_label()
     before, after = runs["avx2-emulated"], runs["avx2-emulated-xeon"]
     grid = [f"tests/studies/grid/test_{name}.py" for name in ("group_size", "kl", "onpolicy", "length")]
     rows = {
@@ -77,7 +87,7 @@ def test_the_second_part_s_before_and_after_are_the_records():
     }
     changed = [file for files in rows.values() for file in files]
     factor, slow, fast = machine_factor(before, after, changed)
-    part = DOCS.read_text().split("Second part:")[1].split("Tried and not kept")[0]
+    part = docs_part("Second")
     assert f"took {factor:.2f} times as long on the Xeon" in part
     assert f"(their summed seconds, {slow:,.0f} s against {fast:,.0f} s)" in part
     lines = {key: line for line in part.splitlines() for key in rows if key in line}
@@ -90,7 +100,7 @@ def test_the_second_part_s_before_and_after_are_the_records():
 
 def test_the_third_part_s_before_and_after_are_the_records():
     """docs/test-suite.md's #63 third-part table: the files' seconds in two records of one machine."""
-    runs = {run["label"]: run for run in records()}
+    runs = runs_by_label()
     before, after = runs["avx512-amx"], runs["avx512-amx-forked"]
     rows = {
         "test_faults.py` |": ["tests/recipes/test_faults.py"],
@@ -100,7 +110,7 @@ def test_the_third_part_s_before_and_after_are_the_records():
         "test_{group_size,kl}.py` |": ["tests/studies/grid/test_group_size.py", "tests/studies/grid/test_kl.py"],
         "test_processes.py` |": ["tests/studies/test_processes.py"],
     }
-    part = DOCS.read_text().split("Third part:")[1].split("Tried and not kept")[0]
+    part = docs_part("Third")
     changed = [file for files in rows.values() for file in files]
     kept = [
         f for f in before["files"] if f in after["files"] and f not in changed and not f.startswith("tests/studies/")
@@ -117,10 +127,10 @@ def test_the_third_part_s_before_and_after_are_the_records():
 def test_the_fourth_part_s_before_and_after_are_the_records():
     """docs/test-suite.md's #63 fourth-part table: the two files' seconds natively and under `CPU=avx2`, and what the
     other files did meanwhile."""
-    runs = {run["label"]: run for run in records()}
+    runs = runs_by_label()
     native, emulated = ("avx512-amx-forked", "avx512-amx-fourth"), ("avx2-emulated-xeon", "avx2-emulated-xeon-fourth")
     files = ["tests/recipes/test_heldout.py", "tests/core/logprobs/test_ppo_loop.py"]
-    part = DOCS.read_text().split("Fourth part:")[1].split("Tried and not kept")[0]
+    part = docs_part("Fourth")
     text = part.replace("\n", " ")
     before, after = (runs[label] for label in native)
     assert f"(wall {before['wall_s']:,.0f} s -> {after['wall_s']:,.0f} s;" in text

@@ -17,8 +17,10 @@ CONFIG = "recipes/configs/tiny/ppo.yaml"
 # are the time, above all in bf16 without native bf16 (an AVX2 CPU: ~1 GFLOP/s; 121 s -> 44 s with AVX2 kernels on the
 # AMX Xeon). In bf16 the gradients still disagree by TRL's noise, not more (3.2% the worst, both kernels); in fp32
 # the two paths still agree within 1e-5.
-SMALL_BATCH = ("--per_device_train_batch_size", "4", "--local_rollout_forward_batch_size", "4")
-SMALL_BATCH += ("--response_length", "24")
+SMALL_BATCH = (
+    *("--per_device_train_batch_size", "4", "--local_rollout_forward_batch_size", "4"),
+    *("--response_length", "24"),
+)
 
 
 def one_update(model, mode, out, dtype, *extra):
