@@ -143,6 +143,7 @@ def test_the_fourth_part_s_before_and_after_are_the_records():
     final = runs["avx512-amx-cd14ce5"]  # the same suite but the two tests after the records, an hour later
     assert f"took {final['wall_s']:,.0f} s natively" in text
     assert f"summed {final['summed_s']:,.0f} s against {after['summed_s']:,.0f} s" in text
+    assert f"(the same tests; `avx512-amx-a7cbe49`) {runs['avx512-amx-a7cbe49']['wall_s']:,.0f} s half an hour" in text
     row = next(line for line in part.splitlines() if line.startswith("| the two files"))
     cells = [cell.strip() for cell in row.split("|")]
     for cell, (a, b) in ((cells[2], (before, then)), (cells[3], (after, now))):
