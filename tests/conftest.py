@@ -20,17 +20,11 @@ NO_HELDOUT = ("--heldout_limit", "0")
 FULL_PRECISION = ("--load_in_4bit", "false")
 
 
-def native_bf16() -> bool:
-    """Whether oneDNN multiplies bf16 natively on this CPU (AVX-512 or AMX). Elsewhere PyTorch's own bf16 kernel runs
-    the logits' backward at ~1 GFLOP/s (docs/test-suite.md)."""
-    import torch
-
-    return torch.ops.mkldnn._is_mkldnn_bf16_supported()
-
-
 def slow_without_native_bf16(test):
     """Marks a bf16 test with large products `slow` (make test, not test-fast) where the CPU has no native bf16;
     elsewhere the test stays in the inner loop."""
+    from core.training.adapter_precision import native_bf16
+
     return test if native_bf16() else pytest.mark.slow(test)
 
 

@@ -25,6 +25,7 @@ from core.logprobs.trainers import ChunkedDPOTrainer, ChunkedGRPOTrainer, Chunke
 from core.runs.folder import RunFolder
 from core.runs.storage import WriteFailed, describe_failure, is_write_failure, writing
 from core.runs.tokens import completion_tokens
+from core.training.adapter_precision import bf16_adapter_products_in_fp32
 from core.training.callbacks import StopOnSignal
 from core.training.divergence import Diverged, diverged, is_sampler_failure, learning_rate
 from core.training.plan import PLANS, PlanLine
@@ -155,6 +156,7 @@ class RecipeStart:
         set_seed(kwargs["args"].seed)
         super().__init__(*args, **kwargs)
         check_engine(self.accelerator.state)
+        bf16_adapter_products_in_fp32(self.model)  # after TRL's cast of a 4-bit model's adapter to bf16
         method = run.record.get("method")
         if method in PLANS and hasattr(self.train_dataset, "__len__"):  # a streamed dataset has no length to plan
             self.add_callback(PlanLine(method, len(self.train_dataset), self.accelerator.num_processes))

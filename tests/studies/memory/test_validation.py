@@ -6,10 +6,11 @@ import json
 
 import pytest
 
+from core.training.adapter_precision import native_bf16
 from studies.memory.estimate import GB, Settings, estimate
 from studies.memory.tables import time_table, validation_table
 from studies.memory.validation import METHODS, PUBLISHED, estimated_parts, record_architecture
-from tests.conftest import REPO_ROOT, native_bf16, run_main
+from tests.conftest import REPO_ROOT, run_main
 
 # bf16 compute as the 7B configs have it, where the CPU multiplies bf16 natively (oneDNN: AVX-512 or AMX). Elsewhere
 # PyTorch's own bf16 matmul with the vocabulary as its inner dimension (the logits' backward) ran at ~1 GFLOP/s
