@@ -149,3 +149,21 @@ def test_the_fourth_part_s_before_and_after_are_the_records():
     for cell, (a, b) in ((cells[2], (before, then)), (cells[3], (after, now))):
         heldout, loop = (f"{a['files'][file]:.0f} s, {b['files'][file]:.0f} s" for file in files)
         assert heldout in cell and loop in cell, cell
+
+
+def test_the_fifth_part_s_before_and_after_are_the_records():
+    """docs/test-suite.md's #63 fifth-part table (the adapter's fp32 products): each row's seconds under `CPU=avx2`,
+    from the two records' slowest tests, and the suite's wall and summed seconds."""
+    runs = runs_by_label()
+    before, after = runs["avx2-emulated-xeon-fourth"], runs["avx2-emulated-xeon-fifth"]
+    part = docs_part("Fifth")
+    text = part.replace("\n", " ")
+    assert f"wall {before['wall_s']:,.0f} s -> {after['wall_s']:,.0f} s" in text
+    assert f"summed {before['summed_s']:,.0f} s -> {after['summed_s']:,.0f} s" in text
+    slowest = [dict(run["slowest"]) for run in (before, after)]
+    rows = [line for line in part.splitlines() if line.startswith("| `tests/recipes/")]
+    assert len(rows) == 4
+    for row in rows:
+        cells = [cell.strip() for cell in row.split("|")]
+        test = cells[1].split("`")[1]
+        assert [cells[2], cells[3]] == [f"{seconds[test]:.0f} s" for seconds in slowest], test
