@@ -7,6 +7,7 @@ without a word: `use_cpu: true` turns a DeepSpeed launch into plain DDP (MULTI_C
 only on accelerators (its CPU path is MULTI_CPU whatever the config says), so a CPU "FSDP" run is unsharded DDP.
 """
 
+import importlib
 import os
 
 import torch
@@ -51,7 +52,18 @@ def prepare_cpu_launch(given: set[str]) -> dict[str, str]:
     os.environ["ACCELERATE_MIXED_PRECISION"] = "no"
     if requested_engine() != "DEEPSPEED":
         return {}
+    skip_inference_allreduce_build()
     return {key: value for key, value in (("use_cpu", "false"), ("ddp_backend", "gloo")) if key not in given}
+
+
+def skip_inference_allreduce_build() -> None:
+    """DeepSpeed's CPU backend compiles its shared-memory all-reduce (a C++ extension: ~45 s on two cores, and a
+    compiler, at the first start in an environment) whenever it starts a process group. Only inference's
+    tensor-parallel layers call it (`inference_all_reduce`, which without it falls back to torch.distributed); training
+    never does, so a CPU training launch does not build it. Written against deepspeed 0.19's `deepspeed.comm.torch`
+    (`TorchBackend.__init__` calls `build_shm_op`; tests/core/inputs/test_distributed.py fails if that changes)."""
+    # the submodule, not the package's attribute `torch` (which is torch itself)
+    importlib.import_module("deepspeed.comm.torch").build_shm_op = lambda: None
 
 
 def check_engine(state) -> None:

@@ -64,6 +64,24 @@ def test_without_cuda_a_ddp_launch_keeps_use_cpu(launched):
     assert prepare_cpu_launch(set()) == {} and os.environ["ACCELERATE_MIXED_PRECISION"] == "no"
 
 
+def test_a_cpu_deepspeed_launch_does_not_build_the_inference_all_reduce(launched, monkeypatch):
+    """The C++ op DeepSpeed's CPU backend would compile at start is used by `inference_all_reduce` alone (which falls
+    back without it); a DeepSpeed version that calls it from elsewhere, or builds it another way, fails here."""
+    import importlib
+    import inspect
+
+    backend = importlib.import_module("deepspeed.comm.torch")
+    monkeypatch.setattr(backend, "build_shm_op", backend.build_shm_op)  # restored after the test
+    source = inspect.getsource(backend)
+    assert source.count("= build_shm_op()") == 1 and "self.shm_comm_op = build_shm_op()" in source
+    assert source.count("shm_comm_op.") == 2  # initialize and vector_kernel_level, both under `!= None`
+    fallback = inspect.getsource(backend.TorchBackend.inference_all_reduce)
+    assert "getattr(self, 'shm_vector_kernel_level', 0)" in fallback
+    launched("DEEPSPEED", 2)
+    prepare_cpu_launch(set())
+    assert backend.build_shm_op() is None
+
+
 def test_a_sharded_4bit_base_is_stored_in_the_compute_dtype(launched):
     args = ModelConfig(model_name_or_path="m", load_in_4bit=True, dtype="float32")
     assert model_kwargs(args)["quantization_config"].bnb_4bit_quant_storage == torch.uint8  # bitsandbytes' default
