@@ -167,3 +167,33 @@ def test_the_fifth_part_s_before_and_after_are_the_records():
         cells = [cell.strip() for cell in row.split("|")]
         test = cells[1].split("`")[1]
         assert [cells[2], cells[3]] == [f"{seconds[test]:.0f} s" for seconds in slowest], test
+
+
+def test_the_native_run_after_the_fifth_part_is_read_against_the_machine_s_speed():
+    """The clean clone of 1896053 natively, against a7cbe49's: the files neither change touched give the machine's
+    speed that hour, and the sentence's numbers are the records'."""
+    runs = runs_by_label()
+    then, now = runs["avx512-amx-a7cbe49"], runs["avx512-amx-1896053"]
+    changed = [
+        "tests/recipes/test_distributed.py",
+        "tests/core/inputs/test_distributed.py",
+        "tests/core/training/test_trainers.py",
+        "tests/core/training/test_adapter_precision.py",
+        "tests/test_durations.py",
+        "tests/test_readme.py",
+    ]
+    untouched = [run["summed_s"] - sum(run["files"].get(file, 0) for file in changed) for run in (then, now)]
+    speed = untouched[1] / untouched[0]
+    text = docs_part("Fifth").replace("\n", " ")
+    assert f"took {now['wall_s']:,.0f} s natively (`avx512-amx-1896053`, {now['tests']} passed)" in text
+    assert f"where a7cbe49's took {then['wall_s']:,.0f} s" in text
+    assert (
+        f"took {speed:.2f} times their seconds then ({untouched[1]:,.0f} s against {untouched[0]:,.0f} s summed)"
+        in text
+    )
+    assert f"at a7cbe49's speed the run is about {now['wall_s'] / speed:,.0f} s" in text
+    deepspeed = [run["files"]["tests/recipes/test_distributed.py"] for run in (then, now)]
+    assert (
+        f"took {deepspeed[1]:.0f} s against {deepspeed[0]:.0f} s, where that factor gives {deepspeed[0] * speed:.0f} s"
+        in text
+    )
