@@ -169,20 +169,28 @@ def test_the_fifth_part_s_before_and_after_are_the_records():
         assert [cells[2], cells[3]] == [f"{seconds[test]:.0f} s" for seconds in slowest], test
 
 
+# The files the fifth part's changes touched (natively only DeepSpeed's launch and the new tests): the others give
+# the machine's speed between two runs.
+FIFTH_PART_FILES = (
+    "tests/recipes/test_distributed.py",
+    "tests/core/inputs/test_distributed.py",
+    "tests/core/training/test_trainers.py",
+    "tests/core/training/test_adapter_precision.py",
+    "tests/test_durations.py",
+    "tests/test_readme.py",
+)
+
+
+def untouched_by_the_fifth_part(run: dict) -> float:
+    return run["summed_s"] - sum(run["files"].get(file, 0) for file in FIFTH_PART_FILES)
+
+
 def test_the_native_run_after_the_fifth_part_is_read_against_the_machine_s_speed():
     """The clean clone of 1896053 natively, against a7cbe49's: the files neither change touched give the machine's
     speed that hour, and the sentence's numbers are the records'."""
     runs = runs_by_label()
     then, now = runs["avx512-amx-a7cbe49"], runs["avx512-amx-1896053"]
-    changed = [
-        "tests/recipes/test_distributed.py",
-        "tests/core/inputs/test_distributed.py",
-        "tests/core/training/test_trainers.py",
-        "tests/core/training/test_adapter_precision.py",
-        "tests/test_durations.py",
-        "tests/test_readme.py",
-    ]
-    untouched = [run["summed_s"] - sum(run["files"].get(file, 0) for file in changed) for run in (then, now)]
+    untouched = [untouched_by_the_fifth_part(run) for run in (then, now)]
     speed = untouched[1] / untouched[0]
     text = docs_part("Fifth").replace("\n", " ")
     assert f"took {now['wall_s']:,.0f} s natively (`avx512-amx-1896053`, {now['tests']} passed)" in text
@@ -197,3 +205,18 @@ def test_the_native_run_after_the_fifth_part_is_read_against_the_machine_s_speed
         f"took {deepspeed[1]:.0f} s against {deepspeed[0]:.0f} s, where that factor gives {deepspeed[0] * speed:.0f} s"
         in text
     )
+
+
+def test_the_avx2_figure_after_the_fifth_part_is_the_records():
+    """The AVX2 figure of the fifth part: the emulated run of 1896053 at 06ba73a's machine speed (the untouched
+    files' ratio), times the two factors of the text (the EPYC against this Xeon, the emulation against real AVX2)."""
+    runs = runs_by_label()
+    then, now = runs["avx2-emulated-xeon-fifth"], runs["avx2-emulated-xeon-1896053"]
+    untouched = [untouched_by_the_fifth_part(run) for run in (then, now)]
+    speed = untouched[1] / untouched[0]
+    at_then = now["wall_s"] / speed
+    figure = at_then / 1.19 * 2.8
+    text = docs_part("Fifth").replace("\n", " ")
+    assert f"(`avx2-emulated-xeon-1896053`): {now['wall_s']:,.0f} s, its untouched files {speed:.2f} times" in text
+    assert f"so about {at_then:,.0f} s at that run's speed" in text
+    assert f"about {figure:,.0f} s ({figure / 60:.1f} min) on an AVX2-only CPU, against 2,700 s" in text
