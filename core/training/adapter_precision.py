@@ -30,7 +30,8 @@ class Fp32ProductLinear(nn.Linear):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         bias = None if self.bias is None else self.bias.float()
-        return F.linear(x.float(), self.weight.float(), bias).to(self.weight.dtype)
+        with torch.autocast("cpu", enabled=False):  # bf16 autocast (a bf16 run on a CPU) would cast it back
+            return F.linear(x.float(), self.weight.float(), bias).to(self.weight.dtype)
 
 
 def adapter_layers(model: nn.Module) -> list[nn.Linear]:

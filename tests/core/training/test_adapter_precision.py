@@ -7,11 +7,27 @@ import copy
 import torch
 import torch.nn.functional as F
 from peft import get_peft_model
+from torch.utils._python_dispatch import TorchDispatchMode
 from trl import get_peft_config
 
 from core.inputs.models import load_model, load_tokenizer
 from core.training.adapter_precision import Fp32ProductLinear, adapter_layers, bf16_adapter_products_in_fp32
 from tests.core.inputs.test_models import tiny_model_args
+
+
+class ProductDtypes(TorchDispatchMode):
+    """The dtype of every matrix product run inside it, as the kernels receive them (after autocast's casts)."""
+
+    PRODUCTS = ("aten.mm", "aten.addmm", "aten.bmm", "aten.matmul", "aten.linear")
+
+    def __enter__(self):
+        self.dtypes = []
+        return super().__enter__()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if str(func.overloadpacket) in self.PRODUCTS:
+            self.dtypes.append(args[0].dtype)
+        return func(*args, **(kwargs or {}))
 
 
 def qlora_model(tiny_world):
@@ -51,6 +67,10 @@ def test_bf16_lora_layers_multiply_in_fp32_with_the_native_kernels_numbers(tiny_
     out = layer(x)
     assert out.dtype == torch.bfloat16
     assert torch.equal(out, F.linear(x.float(), layer.weight.float()).to(torch.bfloat16))
+    for autocast in (False, True):  # a bf16 run's autocast does not send the product back to bf16
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast), ProductDtypes() as products:
+            assert torch.equal(layer(x), out)
+        assert products.dtypes == [torch.float32], autocast
     # the bf16 kernel's product: fp32 sums too, so the two differ by the order of the sums, within a bf16 rounding
     torch.testing.assert_close(out, F.linear(x, layer.weight), rtol=2**-7, atol=1e-3)
 
