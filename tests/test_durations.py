@@ -200,6 +200,11 @@ def test_the_native_run_after_the_fifth_part_is_read_against_the_machine_s_speed
         in text
     )
     assert f"at a7cbe49's speed the run is about {now['wall_s'] / speed:,.0f} s" in text
+    final = runs["avx512-amx-6f4cff8"]  # the last clean clone, natively the same code
+    final_speed = untouched_by_the_fifth_part(final) / untouched[0]
+    assert f"took {final['wall_s']:,.0f} s (`avx512-amx-6f4cff8`, {final['tests']} passed)" in text
+    assert f"its untouched files {final_speed:.2f} times their a7cbe49 seconds" in text
+    assert f"about {final['wall_s'] / final_speed:,.0f} s at a7cbe49's speed" in text
     deepspeed = [run["files"]["tests/recipes/test_distributed.py"] for run in (then, now)]
     assert (
         f"took {deepspeed[1]:.0f} s against {deepspeed[0]:.0f} s, where that factor gives {deepspeed[0] * speed:.0f} s"
