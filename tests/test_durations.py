@@ -169,20 +169,15 @@ def test_the_fifth_part_s_before_and_after_are_the_records():
         assert [cells[2], cells[3]] == [f"{seconds[test]:.0f} s" for seconds in slowest], test
 
 
-# The files the fifth part's changes touched (natively only DeepSpeed's launch and the new tests): the others give
-# the machine's speed between two runs.
-FIFTH_PART_FILES = (
+# The files the fifth part's changes touched (natively only DeepSpeed's launch and the tests): the others give the
+# machine's speed between two runs (`machine_factor`; the new files are in one run only, so never among them).
+FIFTH_PART_FILES = [
     "tests/recipes/test_distributed.py",
     "tests/core/inputs/test_distributed.py",
     "tests/core/training/test_trainers.py",
-    "tests/core/training/test_adapter_precision.py",
     "tests/test_durations.py",
     "tests/test_readme.py",
-)
-
-
-def untouched_by_the_fifth_part(run: dict) -> float:
-    return run["summed_s"] - sum(run["files"].get(file, 0) for file in FIFTH_PART_FILES)
+]
 
 
 def test_the_native_run_after_the_fifth_part_is_read_against_the_machine_s_speed():
@@ -190,18 +185,14 @@ def test_the_native_run_after_the_fifth_part_is_read_against_the_machine_s_speed
     speed that hour, and the sentence's numbers are the records'."""
     runs = runs_by_label()
     then, now = runs["avx512-amx-a7cbe49"], runs["avx512-amx-1896053"]
-    untouched = [untouched_by_the_fifth_part(run) for run in (then, now)]
-    speed = untouched[1] / untouched[0]
+    speed, slow, fast = machine_factor(then, now, FIFTH_PART_FILES)
     text = docs_part("Fifth").replace("\n", " ")
     assert f"took {now['wall_s']:,.0f} s natively (`avx512-amx-1896053`, {now['tests']} passed)" in text
     assert f"where a7cbe49's took {then['wall_s']:,.0f} s" in text
-    assert (
-        f"took {speed:.2f} times their seconds then ({untouched[1]:,.0f} s against {untouched[0]:,.0f} s summed)"
-        in text
-    )
+    assert f"took {speed:.2f} times their seconds then ({slow:,.0f} s against {fast:,.0f} s summed)" in text
     assert f"at a7cbe49's speed the run is about {now['wall_s'] / speed:,.0f} s" in text
     final = runs["avx512-amx-6f4cff8"]  # the last clean clone, natively the same code
-    final_speed = untouched_by_the_fifth_part(final) / untouched[0]
+    final_speed = machine_factor(then, final, FIFTH_PART_FILES)[0]
     assert f"took {final['wall_s']:,.0f} s (`avx512-amx-6f4cff8`, {final['tests']} passed)" in text
     assert f"its untouched files {final_speed:.2f} times their a7cbe49 seconds" in text
     assert f"about {final['wall_s'] / final_speed:,.0f} s at a7cbe49's speed" in text
@@ -217,8 +208,7 @@ def test_the_avx2_figure_after_the_fifth_part_is_the_records():
     files' ratio), times the two factors of the text (the EPYC against this Xeon, the emulation against real AVX2)."""
     runs = runs_by_label()
     then, now = runs["avx2-emulated-xeon-fifth"], runs["avx2-emulated-xeon-1896053"]
-    untouched = [untouched_by_the_fifth_part(run) for run in (then, now)]
-    speed = untouched[1] / untouched[0]
+    speed = machine_factor(then, now, FIFTH_PART_FILES)[0]
     at_then = now["wall_s"] / speed
     figure = at_then / 1.19 * 2.8
     text = docs_part("Fifth").replace("\n", " ")
