@@ -96,10 +96,12 @@ ANSWER_STYLES = {
 OTHER_PROBLEM_OFFSET = 7  # problem i is answered with problem i+7's gold answer
 
 
-def answer_agreement(path: Path = ANSWER_SETS, direct_other: bool = True) -> dict:
+def answer_agreement(path: Path = ANSWER_SETS, direct_all: bool = True) -> dict:
     """{source: {style: counts}}: `correct` / `direct_correct` of `n` completions stating the gold answer scored
-    1.0; `zero` / `direct_zero` of `n_other` completions stating another problem's different answer scored 0.0.
-    Without `direct_other`, math-verify alone does not score the other answers (`direct_zero` stays 0)."""
+    1.0; `zero` / `direct_zero` of `n_other` completions stating another problem's different answer scored 0.0;
+    `direct_only`: gold completions math-verify alone scored 1.0 where `math_accuracy` did not. Without
+    `direct_all`, math-verify alone scores only those (the completions `math_accuracy` missed), which is all
+    `direct_only` needs; `direct_correct` and `direct_zero` then stay 0."""
 
     rows = [json.loads(line) for line in path.read_text().splitlines()]
     golds = [row["gold"] for row in rows]
@@ -113,25 +115,27 @@ def answer_agreement(path: Path = ANSWER_SETS, direct_other: bool = True) -> dic
         for kind, answers in (("gold", golds), ("other", others)):
             completions = [template.format(a) for a in answers]
             ours = [score for score, _, _ in check_answers(completions, golds)]
-            direct = (
-                pool().map(
-                    "rewards.math.direct_verify", [[c, g] for c, g in zip(completions, golds, strict=True)], timeout=10
-                )
-                if kind == "gold" or direct_other
-                else [None] * len(completions)
+            asked = [
+                i for i in range(len(rows)) if direct_all or (kind == "gold" and ours[i] != 1.0)
+            ]  # math-verify alone: every completion, or only the golds ours missed
+            answered = pool().map(
+                "rewards.math.direct_verify", [[completions[i], golds[i]] for i in asked], timeout=10
             )
+            direct = dict(zip(asked, answered, strict=True))
             for i, row in enumerate(rows):
                 counts = report.setdefault(row["source"], {}).setdefault(
-                    style, dict.fromkeys(("n", "correct", "direct_correct", "n_other", "zero", "direct_zero"), 0)
+                    style,
+                    dict.fromkeys(("n", "correct", "direct_correct", "direct_only", "n_other", "zero", "direct_zero"), 0),
                 )
                 if kind == "gold":
                     counts["n"] += 1
                     counts["correct"] += ours[i] == 1.0
-                    counts["direct_correct"] += direct[i] is True
+                    counts["direct_correct"] += direct.get(i) is True
+                    counts["direct_only"] += ours[i] != 1.0 and direct.get(i) is True
                 elif same[i] is False and others[i] != golds[i]:
                     counts["n_other"] += 1
                     counts["zero"] += ours[i] == 0.0
-                    counts["direct_zero"] += direct[i] is False
+                    counts["direct_zero"] += direct.get(i) is False
     return report
 
 
@@ -220,7 +224,7 @@ def main(argv=None):
         print(
             f"  {source}: "
             + "; ".join(
-                f"{style} {c['correct']}/{c['n']} (direct {c['direct_correct']}), other {c['zero']}/{c['n_other']} "
+                f"{style} {c['correct']}/{c['n']} (direct {c['direct_correct']}, direct only {c['direct_only']}), other {c['zero']}/{c['n_other']} "
                 f"(direct {c['direct_zero']})"
                 for style, c in styles.items()
             )

@@ -1,16 +1,15 @@
 import json
-import subprocess
 
 from eval import flips
 from eval.run import main as eval_main
-from tests.conftest import FIXTURES, REPO_ROOT
+from tests.conftest import FIXTURES, run_as_make
 
 
 def test_make_eval_on_the_tiny_model_writes_results_and_samples(tiny_world, tmp_path):
     out = tmp_path / "base"
-    proc = subprocess.run(["make", "eval", "LIMIT=20", f"OUT={out}"], cwd=REPO_ROOT, capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    assert "tiny: accuracy" in proc.stdout
+    returncode, output = run_as_make("eval", "LIMIT=20", f"OUT={out}")
+    assert returncode == 0, output[-4000:]
+    assert "tiny: accuracy" in output
     results = json.loads((out / "results.json").read_text())
     samples = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
     assert results["n"] == 20 and len(samples) == 20

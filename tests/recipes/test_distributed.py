@@ -15,7 +15,7 @@ import pytest
 import yaml
 from safetensors.torch import load_file
 
-from tests.conftest import NO_HELDOUT, REPO_ROOT
+from tests.conftest import NO_HELDOUT, REPO_ROOT, run_as_make
 from tests.recipes.helpers import assert_adapter_loads_and_generates
 
 STEPS = ["--max_steps", "2", "--logging_steps", "1", "--save_strategy", "no"]
@@ -23,14 +23,17 @@ STEPS = ["--max_steps", "2", "--logging_steps", "1", "--save_strategy", "no"]
 GRPO_BATCH = ["--per_device_train_batch_size", "16", "--gradient_accumulation_steps", "1"]
 
 
-def make(method: str, *args: str, launch: str | None = None, nproc: int = 2, launch_args: str = "", env=None, **kw):
-    """`make <method> LAUNCH=<launch> NPROC=<nproc> ARGS=...`, as a user types it, started (`finished` waits)."""
+def make_variables(*args: str, launch: str | None = None, nproc: int = 2, launch_args: str = "", **kw) -> list[str]:
     variables = [f"ARGS={shlex.join((*NO_HELDOUT, *args))}"]
     if launch:
         variables += [f"LAUNCH={launch}", f"NPROC={nproc}"] + ([f"LAUNCH_ARGS={launch_args}"] if launch_args else [])
-    variables += [f"{key}={value}" for key, value in kw.items()]
+    return variables + [f"{key}={value}" for key, value in kw.items()]
+
+
+def make(method: str, *args: str, env=None, **kw):
+    """`make <method> LAUNCH=<launch> NPROC=<nproc> ARGS=...`, as a user types it, started (`finished` waits)."""
     return subprocess.Popen(
-        ["make", "--no-print-directory", method, *variables],
+        ["make", "--no-print-directory", method, *make_variables(*args, **kw)],
         cwd=REPO_ROOT,
         env={**os.environ, **(env or {})},
         stdout=subprocess.PIPE,
@@ -146,8 +149,10 @@ def test_dpo_under_zero2_and_zero3_saves_the_adapter_one_process_makes_from_both
         output = finished(make("dpo", *one_step, str(runs[launch]), launch=launch, CONFIG=config))
         assert "[rank 1/2, backend gloo] finished" in output
         assert engine(runs[launch])["type"] == "DEEPSPEED" and engine(runs[launch])["zero_stage"] == int(launch[-1])
-    for name, batch in (("one-16", "16"), ("one-8", "8")):
-        finished(make("dpo", *one_step, str(runs[name]), "--per_device_train_batch_size", batch, CONFIG=config))
+    for name, batch in (("one-16", "16"), ("one-8", "8")):  # one process: forked, as a recipe can be (run_as_make)
+        one = make_variables(*one_step, str(runs[name]), "--per_device_train_batch_size", batch, CONFIG=config)
+        returncode, output = run_as_make("dpo", *one)
+        assert returncode == 0, output[-5000:]
         assert engine(runs[name]) == {"type": "NO", "world_size": 1, "machines": 1, "backend": None}
     adapters = {name: load_file(run / "adapter_model.safetensors") for name, run in runs.items()}
     for launch in ("zero2", "zero3"):

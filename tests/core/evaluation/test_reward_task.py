@@ -4,14 +4,12 @@ run's rewards during training, evaluated (the summary's suggested make eval, whi
 numbers), and two evaluations compared (make eval-compare). No project file is edited."""
 
 import json
-import os
 import shlex
-import subprocess
 
 import pytest
 import yaml
 
-from tests.conftest import REPO_ROOT
+from tests.conftest import REPO_ROOT, run_as_make
 
 UNITS = ("apples", "books", "coins", "cards", "shells", "stamps", "pens", "marbles", "stickers", "beads")
 USER_REWARDS = '''
@@ -24,12 +22,11 @@ def names_unit(completions, unit, **kwargs):
 '''
 
 
-def make(*args: str, env: dict) -> subprocess.CompletedProcess:
-    result = subprocess.run(
-        ["make", "--no-print-directory", *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=900, env=env
-    )
-    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
-    return result
+def make(*args: str, env: dict) -> str:
+    """What `make <args>` prints, as a user types it (`run_as_make`); it must succeed."""
+    returncode, output = run_as_make(*args, env=env)
+    assert returncode == 0, output[-5000:]
+    return output
 
 
 @pytest.mark.slow
@@ -53,7 +50,7 @@ def test_own_reward_own_column_scored_trained_and_evaluated(tiny_world, tmp_path
             for r in rows
         )
     )
-    env = {**os.environ, "PYTHONPATH": str(user)}
+    env = {"PYTHONPATH": str(user)}  # added to this process's
 
     # score: the user's reward beside a shipped one, on completions written by hand
     samples = user / "samples.jsonl"
@@ -61,7 +58,7 @@ def test_own_reward_own_column_scored_trained_and_evaluated(tiny_world, tmp_path
         json.dumps({"completion": f"{rows[0]['answer']} {UNITS[0]}", "answer": rows[0]["answer"], "unit": UNITS[0]})
         + "\n"
     )
-    scored = make("score", f"FILE={samples}", "REWARDS=myrewards.names_unit,math_accuracy", env=env).stdout
+    scored = make("score", f"FILE={samples}", "REWARDS=myrewards.names_unit,math_accuracy", env=env)
     assert "myrewards.names_unit: 1.0" in scored and "math_accuracy: 1.0" in scored
 
     # train: the shipped tiny config with the user's data, prompt column and weighted rewards
@@ -80,7 +77,7 @@ def test_own_reward_own_column_scored_trained_and_evaluated(tiny_world, tmp_path
     }
     own = user / "grpo.yaml"
     own.write_text(yaml.safe_dump(config))
-    trained = make("grpo", f"CONFIG={own}", env=env).stdout
+    trained = make("grpo", f"CONFIG={own}", env=env)
     summary = json.loads((run / "summary.json").read_text())
     assert set(summary["rewards"]) == {"math_accuracy", "names_unit"}
     suggested = summary["next"][0]
@@ -104,7 +101,7 @@ def test_own_reward_own_column_scored_trained_and_evaluated(tiny_world, tmp_path
 
     # evaluate: exactly the suggested command (its 6 held-out problems), and the base model the same way; they
     # give the run's own held-out before -> after
-    evaluated = make(*shlex.split(suggested)[1:], f"OUT={tmp_path / 'adapter'}", env=env).stdout
+    evaluated = make(*shlex.split(suggested)[1:], f"OUT={tmp_path / 'adapter'}", env=env)
     assert "rewards:math_accuracy,myrewards.names_unit: accuracy" in evaluated
     make(
         *[a for a in shlex.split(suggested)[1:] if not a.startswith("ADAPTER=")],
@@ -130,5 +127,5 @@ def test_own_reward_own_column_scored_trained_and_evaluated(tiny_world, tmp_path
         f"A={tmp_path / 'base' / 'results.json'}",
         f"B={tmp_path / 'adapter' / 'results.json'}",
         env=env,
-    ).stdout
+    )
     assert "flips on 6 shared problems" in compared

@@ -1,21 +1,18 @@
 """Settings no run can use end in one line naming the value and where it came from, before any model loads."""
 
-import subprocess
 import sys
 
 import pytest
 
-from tests.conftest import REPO_ROOT, entry_point_error
+from tests.conftest import REPO_ROOT, entry_point_error, start_command
 
 
-def run(*args: str, config: str = "recipes/configs/tiny/grpo.yaml", module: str = "recipes.grpo"):
-    return subprocess.run(
-        [sys.executable, "-m", module, "--config", config, *args],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+def run(*args: str, config: str = "recipes/configs/tiny/grpo.yaml", module: str = "recipes.grpo") -> tuple[int, str]:
+    """(exit status, output) of `python -m <module> --config <config> <args>`, a process of its own forked from one
+    that imported the libraries (`start_command`)."""
+    started = start_command([sys.executable, "-m", module, "--config", config, *args])
+    output, _ = started.communicate(timeout=300)
+    return started.returncode, output
 
 
 @pytest.mark.parametrize(
@@ -43,9 +40,9 @@ def test_bad_settings_are_one_line_before_any_model_loads(tiny_world, args, mess
 
 
 def test_a_bad_setting_ends_the_process_in_one_line_without_a_traceback(tiny_world):
-    result = run("--learning_rate", "0", "--output_dir", "/nonexistent/never-written")
-    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr[-2000:]
-    assert result.stderr.strip().splitlines()[-1] == "error: learning_rate 0 (from the command line) must be > 0"
+    returncode, output = run("--learning_rate", "0", "--output_dir", "/nonexistent/never-written")
+    assert returncode == 1 and "Traceback" not in output, output[-2000:]
+    assert output.strip().splitlines()[-1] == "error: learning_rate 0 (from the command line) must be > 0"
 
 
 def test_a_yaml_value_is_named_with_its_file(tiny_world, tmp_path):
