@@ -115,18 +115,15 @@ def answer_agreement(path: Path = ANSWER_SETS, direct_all: bool = True) -> dict:
         for kind, answers in (("gold", golds), ("other", others)):
             completions = [template.format(a) for a in answers]
             ours = [score for score, _, _ in check_answers(completions, golds)]
-            asked = [
-                i for i in range(len(rows)) if direct_all or (kind == "gold" and ours[i] != 1.0)
-            ]  # math-verify alone: every completion, or only the golds ours missed
+            # math-verify alone: on every completion, or only on the gold completions ours missed
+            asked = [i for i in range(len(rows)) if direct_all or (kind == "gold" and ours[i] != 1.0)]
             answered = pool().map(
                 "rewards.math.direct_verify", [[completions[i], golds[i]] for i in asked], timeout=10
             )
             direct = dict(zip(asked, answered, strict=True))
             for i, row in enumerate(rows):
-                counts = report.setdefault(row["source"], {}).setdefault(
-                    style,
-                    dict.fromkeys(("n", "correct", "direct_correct", "direct_only", "n_other", "zero", "direct_zero"), 0),
-                )
+                names = ("n", "correct", "direct_correct", "direct_only", "n_other", "zero", "direct_zero")
+                counts = report.setdefault(row["source"], {}).setdefault(style, dict.fromkeys(names, 0))
                 if kind == "gold":
                     counts["n"] += 1
                     counts["correct"] += ours[i] == 1.0
@@ -224,7 +221,8 @@ def main(argv=None):
         print(
             f"  {source}: "
             + "; ".join(
-                f"{style} {c['correct']}/{c['n']} (direct {c['direct_correct']}, direct only {c['direct_only']}), other {c['zero']}/{c['n_other']} "
+                f"{style} {c['correct']}/{c['n']} (direct {c['direct_correct']}, direct only {c['direct_only']}), "
+                f"other {c['zero']}/{c['n_other']} "
                 f"(direct {c['direct_zero']})"
                 for style, c in styles.items()
             )

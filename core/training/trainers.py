@@ -28,6 +28,7 @@ from core.runs.tokens import completion_tokens
 from core.training.adapter_precision import bf16_adapter_products_in_fp32
 from core.training.callbacks import StopOnSignal
 from core.training.divergence import Diverged, diverged, is_sampler_failure, learning_rate
+from core.training.heap import FrozenStartWhileTraining
 from core.training.plan import PLANS, PlanLine
 from core.training.ppo import ChunkedPPOTrainer, ResumablePPOTrainer, RewardFunctionModel
 from rewards import RewardTimeout
@@ -171,9 +172,10 @@ class RecipeStart:
             self.processing_class.save_pretrained(self.args.output_dir)
 
 
-class RecipeTrainer(RecipeStart, StopsCleanly, AtomicCheckpoints):
+class RecipeTrainer(RecipeStart, FrozenStartWhileTraining, StopsCleanly, AtomicCheckpoints):
     """A TRL trainer seeded before it builds the adapter, with atomic checkpoints, stopped cleanly in the middle of a
-    step, refusing an engine the launch did not ask for: put it first among a trainer class's bases."""
+    step, refusing an engine the launch did not ask for, its start's objects out of the garbage collector's passes
+    while it trains (core.training.heap): put it first among a trainer class's bases."""
 
 
 class CountsGRPOTokens:
