@@ -215,3 +215,29 @@ def test_the_avx2_figure_after_the_fifth_part_is_the_records():
     assert f"(`avx2-emulated-xeon-1896053`): {now['wall_s']:,.0f} s, its untouched files {speed:.2f} times" in text
     assert f"so about {at_then:,.0f} s at that run's speed" in text
     assert f"about {figure:,.0f} s ({figure / 60:.1f} min) on an AVX2-only CPU, against 2,700 s" in text
+
+
+def test_the_sixth_part_s_before_and_after_and_its_avx2_figure_are_the_records():
+    """docs/test-suite.md's #63 sixth-part table: each row's seconds under `CPU=avx2` on the EPYC (a file's, or a
+    test's from the slowest), the suite's wall and summed seconds, and the AVX2 figure (the wall times the factor
+    measured on that machine)."""
+    runs = runs_by_label()
+    before, after = runs["avx2-emulated-epyc-000b808"], runs["avx2-emulated-epyc-7411fe5"]
+    assert before["cpu"]["cpu"] == after["cpu"]["cpu"] == "AMD EPYC" and after["cpu"]["emulated"] == "avx2"
+    part = docs_part("Sixth")
+    text = part.replace("\n", " ")
+    assert f"wall {before['wall_s']:,.0f} s -> {after['wall_s']:,.0f} s" in text
+    assert f"summed {before['summed_s']:,.0f} s -> {after['summed_s']:,.0f} s" in text
+    rows = [line for line in part.splitlines() if line.startswith("| `tests/")]
+    assert len(rows) == 9
+    for row in rows:
+        cells = [cell.strip() for cell in row.split("|")]
+        name = cells[1].split("`")[1]
+        seconds = [
+            run["files"].get(name) if "::" not in name else dict(run["slowest"]).get(name) for run in (before, after)
+        ]
+        shown = [cell.split(" s")[0] for cell in cells[2:4]]
+        assert shown == ["-" if s is None else f"{s:.0f}" for s in seconds], name
+    figure, then = after["wall_s"] * 2.8, before["wall_s"] * 2.8
+    assert f"about {figure:,.0f} s ({figure / 60:.1f} min) on an AVX2-only CPU, against 2,700 s" in text
+    assert f"the run before, {then:,.0f} s ({then / 60:.1f} min)" in text

@@ -39,6 +39,7 @@ def test_the_freeze_ends_when_training_stops_with_an_error():
     assert gc.get_freeze_count() == 0
 
 
+@pytest.mark.slow  # a real two-step run
 def test_trls_ppo_loop_collects_over_the_frozen_start(tiny_world, tmp_path, monkeypatch):
     """A real PPO run (two steps): every collection TRL's loop makes sees the start frozen, none after training."""
     frozen_at_collections = []
