@@ -241,3 +241,21 @@ def test_the_sixth_part_s_before_and_after_and_its_avx2_figure_are_the_records()
     figure, then = after["wall_s"] * 2.8, before["wall_s"] * 2.8
     assert f"about {figure:,.0f} s ({figure / 60:.1f} min) on an AVX2-only CPU, against 2,700 s" in text
     assert f"the run before, {then:,.0f} s ({then / 60:.1f} min)" in text
+
+
+def test_the_runs_after_the_sixth_part_are_the_records():
+    """The native clean clone after the sixth part, and the emulated one half an hour later, read against the
+    machine's speed (the files the last commit did not touch)."""
+    runs = runs_by_label()
+    native, first, later = (
+        runs[f"{label}-epyc-{sha}"]
+        for label, sha in (("avx512", "7411fe5"), ("avx2-emulated", "7411fe5"), ("avx2-emulated", "20279e4"))
+    )
+    text = docs_part("Sixth").replace("\n", " ")
+    assert native["cpu"]["emulated"] is None and later["cpu"]["emulated"] == "avx2"
+    assert f"wall {native['wall_s']:,.0f} s (`avx512-epyc-7411fe5`, {native['tests']} passed)" in text
+    assert f"wall {later['wall_s']:,.0f} s (`avx2-emulated-epyc-20279e4`, {later['tests']} passed)" in text
+    speed = machine_factor(first, later, ["tests/core/training/test_heap.py", "tests/test_durations.py"])[0]
+    assert f"the files neither commit touched {speed:.2f} times their seconds" in text
+    figure = later["wall_s"] * 2.8
+    assert f"so about {round(figure, -1):,.0f} s ({figure / 60:.1f} min) by the same factor" in text
