@@ -1,4 +1,5 @@
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -232,6 +233,12 @@ def run_as_make(*make_args: str, env=None, timeout: float = 900) -> tuple[int, s
     started = start_command(what_make_runs(*make_args, env={**os.environ, **added}), env=added)
     output, _ = started.communicate(timeout=timeout)
     return started.returncode, output
+
+
+def last_line(output: str) -> str:
+    """The last line the program printed (make's own `make: *** ... Error 1` after it left out, `make[1]: ***` when
+    make itself runs under make, as `make test` runs it)."""
+    return [line for line in output.splitlines() if line.strip() and not re.match(r"make(\[\d+\])?: \*\*\*", line)][-1]
 
 
 def run_main(module: str, *argv: str) -> None:

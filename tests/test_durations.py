@@ -7,6 +7,7 @@ import re
 from tests.conftest import REPO_ROOT
 from tests.durations import (
     ALLOWED_OVER_LIMIT,
+    AVX2_FACTOR,
     BEGIN,
     DOCS,
     END,
@@ -210,7 +211,7 @@ def test_the_avx2_figure_after_the_fifth_part_is_the_records():
     then, now = runs["avx2-emulated-xeon-fifth"], runs["avx2-emulated-xeon-1896053"]
     speed = machine_factor(then, now, FIFTH_PART_FILES)[0]
     at_then = now["wall_s"] / speed
-    figure = at_then / 1.19 * 2.8
+    figure = at_then / 1.19 * AVX2_FACTOR
     text = docs_part("Fifth").replace("\n", " ")
     assert f"(`avx2-emulated-xeon-1896053`): {now['wall_s']:,.0f} s, its untouched files {speed:.2f} times" in text
     assert f"so about {at_then:,.0f} s at that run's speed" in text
@@ -238,7 +239,7 @@ def test_the_sixth_part_s_before_and_after_and_its_avx2_figure_are_the_records()
         ]
         shown = [cell.split(" s")[0] for cell in cells[2:4]]
         assert shown == ["-" if s is None else f"{s:.0f}" for s in seconds], name
-    figure, then = after["wall_s"] * 2.8, before["wall_s"] * 2.8
+    figure, then = after["wall_s"] * AVX2_FACTOR, before["wall_s"] * AVX2_FACTOR
     assert f"about {figure:,.0f} s ({figure / 60:.1f} min) on an AVX2-only CPU, against 2,700 s" in text
     assert f"the run before, {then:,.0f} s ({then / 60:.1f} min)" in text
 
@@ -257,5 +258,5 @@ def test_the_runs_after_the_sixth_part_are_the_records():
     assert f"wall {later['wall_s']:,.0f} s (`avx2-emulated-epyc-20279e4`, {later['tests']} passed)" in text
     speed = machine_factor(first, later, ["tests/core/training/test_heap.py", "tests/test_durations.py"])[0]
     assert f"the files neither commit touched {speed:.2f} times their seconds" in text
-    figure = later["wall_s"] * 2.8
+    figure = later["wall_s"] * AVX2_FACTOR
     assert f"so about {round(figure, -1):,.0f} s ({figure / 60:.1f} min) by the same factor" in text

@@ -4,7 +4,7 @@ import subprocess
 
 import pytest
 
-from tests.conftest import REPO_ROOT, run_as_make
+from tests.conftest import REPO_ROOT, last_line, run_as_make
 
 CASES = {  # the case: the command a user types, the last line it must end with
     "missing-config": (
@@ -49,10 +49,6 @@ CASES = {  # the case: the command a user types, the last line it must end with
         "error: --rewards scores your own task: give its data with --data",
     ),
 }
-
-
-def last_line(output: str) -> str:
-    return [line for line in output.splitlines() if line and not line.startswith("make")][-1]
 
 
 @pytest.fixture(scope="module")

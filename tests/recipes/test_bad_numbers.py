@@ -17,7 +17,7 @@ import recipes.grpo as grpo
 import recipes.orpo as orpo
 import recipes.ppo as ppo
 from studies.processes import Run
-from tests.conftest import FULL_PRECISION, NO_HELDOUT, REPO_ROOT, start_command
+from tests.conftest import FULL_PRECISION, NO_HELDOUT, REPO_ROOT, last_line, start_command
 from tests.recipes.helpers import run_recipe
 
 GRPO = "recipes/configs/tiny/grpo.yaml"
@@ -69,10 +69,6 @@ def ended(proc: Run, timeout: float = 600) -> str:
     assert proc.returncode == 1, output[-3000:]
     assert "Traceback" not in output, output[-3000:]
     return output
-
-
-def last_line(output: str) -> str:
-    return [line for line in output.splitlines() if line.strip()][-1]
 
 
 def listed(run: Path) -> list[int]:

@@ -5,7 +5,6 @@ records the engine it ran under in summary.json; these tests hold it to what the
 
 import json
 import os
-import re
 import shlex
 import socket
 import subprocess
@@ -15,7 +14,7 @@ import pytest
 import yaml
 from safetensors.torch import load_file
 
-from tests.conftest import NO_HELDOUT, REPO_ROOT, run_as_make
+from tests.conftest import NO_HELDOUT, REPO_ROOT, last_line, run_as_make
 from tests.recipes.helpers import assert_adapter_loads_and_generates
 
 STEPS = ["--max_steps", "2", "--logging_steps", "1", "--save_strategy", "no"]
@@ -214,12 +213,6 @@ def test_a_crash_in_a_rank_still_shows_its_traceback(tiny_world, tmp_path):
     output = proc.communicate(timeout=600)[0]
     assert proc.returncode != 0
     assert "Traceback" in output and "crashing_rewards.Boom: x" in output
-
-
-def last_line(output: str) -> str:
-    """The last line the program printed (make's own `make: *** ... Error 1` after it left out, `make[1]: ***` when
-    make itself runs under make, as `make test` runs it)."""
-    return [line for line in output.splitlines() if line.strip() and not re.match(r"make(\[\d+\])?: \*\*\*", line)][-1]
 
 
 @pytest.mark.slow
