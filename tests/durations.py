@@ -43,6 +43,10 @@ ALLOWED_OVER_LIMIT = {
         "32 steps of 8 prompts' groups in 4-bit: fewer steps, fewer groups a step, a larger learning rate or full "
         "precision each left the entropy above its start, and the check would not fire (docs/test-suite.md)"
     ),
+    "tests/recipes/test_heldout.py::test_a_reward_that_pays_for_length_is_named_length_drift": (
+        "32 steps of a length push in full precision: the held-out length jumps suddenly, at 24-32 steps depending "
+        "on the CPU and its kernels (docs/test-suite.md); fewer steps or groups left the change unbegun"
+    ),
     "tests/rewards/test_math.py::test_answer_sets_every_stated_gold_right_every_other_answer_zero": (
         "every gold answer of the shipped math test sets (1,017) in four styles, and another problem's answer to "
         "each, through math-verify in its isolated workers: ~9,200 verifications"

@@ -260,3 +260,26 @@ def test_the_runs_after_the_sixth_part_are_the_records():
     assert f"the files neither commit touched {speed:.2f} times their seconds" in text
     figure = later["wall_s"] * AVX2_FACTOR
     assert f"so about {round(figure, -1):,.0f} s ({figure / 60:.1f} min) by the same factor" in text
+
+
+def test_the_avx2_machine_s_own_run_and_its_factor_are_the_records():
+    """The direct run on the AVX2-only EPYC, and its ratio to the emulated runs of the same tests (wall, and by file
+    among its 20 longest files: the two bf16 files apart, the others' range)."""
+    runs = runs_by_label()
+    direct = runs["avx2-epyc-ac01016"]
+    assert direct["cpu"] == {"cpu": "AMD EPYC", "kernel_flags": ["avx2"], "emulated": None}
+    assert direct["command"] == "make test"
+    section = DOCS.read_text().split("## What an AVX2-only CPU takes")[1].split("\n## ")[0]
+    text = " ".join(section.split())
+    assert f"wall {direct['wall_s']:,.0f} s (`avx2-epyc-ac01016`, {direct['tests']} passed)" in text
+    emulated = [runs[f"avx2-emulated-epyc-{sha}"] for sha in ("20279e4", "7411fe5")]
+    for run in emulated:
+        assert f"{run['wall_s']:,.0f} s (`{run['label']}`" in text
+    ratios = " and ".join(f"{direct['wall_s'] / run['wall_s']:.2f}" for run in emulated)
+    assert f"the AVX2-only EPYC took {ratios} times the emulation's time" in text
+    by_file = {f: s / emulated[0]["files"][f] for f, s in direct["files"].items() if emulated[0]["files"].get(f)}
+    longest = sorted(direct["files"], key=direct["files"].get, reverse=True)[:20]
+    bf16 = ("tests/core/logprobs/test_trainers.py", "tests/core/logprobs/test_ppo_loop.py")
+    others = [by_file[f] for f in longest if f not in bf16]
+    assert f"By file, {min(others):.1f}-{max(others):.1f} times among the 20 longest" in text
+    assert f"`{bf16[0]}` {by_file[bf16[0]]:.1f} times, `{bf16[1]}` {by_file[bf16[1]]:.1f}." in text
