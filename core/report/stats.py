@@ -22,8 +22,12 @@ def t_quantile(probability: float, df: float) -> float:
     return float(stats.t.ppf(probability, df))
 
 
-def t95(df: int) -> float:
-    """Two-sided 95% Student t quantile."""
+def t95(df: float) -> float:
+    """Two-sided 95% Student t quantile, at any positive degrees of freedom (not rounded: at 1.9995, 4.30, not 12.7).
+
+    >>> round(t95(1.9995), 2), round(t95(1), 2)
+    (4.3, 12.71)
+    """
     return t_quantile(0.975, df)
 
 
@@ -86,19 +90,24 @@ def share_over_seeds(values: list[float], trials_per_seed: int | None = None) ->
 
 def holm(p_values: list[float], alpha: float = ALPHA) -> list[dict]:
     """Holm's step-down correction over one family: for each p-value (in the given order) its adjusted p, whether it
-    is rejected at family-wise `alpha`, and the level its step tested it at (alpha / (m - rank)).
+    is rejected at family-wise `alpha`, and `level`: for a rejected one the level its step tested it at (alpha / (m -
+    rank)); for one not rejected, the level it would have needed, that of the step where Holm stopped (alpha / (m -
+    rejections)): a row Holm never reached is not tested at its own rank's looser level.
 
-    >>> [(round(r["p_holm"], 3), r["rejected"]) for r in holm([0.01, 0.04, 0.03, 0.005])]
-    [(0.03, True), (0.06, False), (0.06, False), (0.02, True)]
+    >>> [(round(r["p_holm"], 3), r["rejected"], round(r["level"], 4)) for r in holm([0.01, 0.04, 0.03, 0.005])]
+    [(0.03, True, 0.0167), (0.06, False, 0.025), (0.06, False, 0.025), (0.02, True, 0.0125)]
     """
     m = len(p_values)
     order = sorted(range(m), key=lambda i: p_values[i])
     results, running, stopped = [None] * m, 0.0, False
     for rank, i in enumerate(order):
         running = max(running, min(1.0, (m - rank) * p_values[i]))
-        level = alpha / (m - rank)
-        stopped = stopped or p_values[i] > level
-        results[i] = {"p_holm": running, "rejected": not stopped, "level": level}
+        stopped = stopped or p_values[i] > alpha / (m - rank)
+        results[i] = {"p_holm": running, "rejected": not stopped, "level": alpha / (m - rank)}
+    rejections = sum(r["rejected"] for r in results)
+    for r in results:
+        if not r["rejected"]:
+            r["level"] = alpha / (m - rejections)
     return results
 
 
@@ -125,7 +134,8 @@ def standard_error(record: dict) -> float:
     if record.get("se") is not None:
         return record["se"]
     low, high = record["ci95"]
-    return (high - low) / 2 / T95.get(record["df"], 1.96)
+    df = record["df"]
+    return (high - low) / 2 / (T95.get(df, 1.96) if float(df).is_integer() else t95(df))
 
 
 def crossed_difference(a: list[list[float]], b: list[list[float]]) -> dict:
@@ -161,7 +171,7 @@ def crossed_difference(a: list[list[float]], b: list[list[float]]) -> dict:
         variance = combined / (seeds * problems)
         terms = ms_seed**2 / (seeds - 1) + ms_problem**2 / max(1, problems - 1)
         terms += ms_residual**2 / max(1, (seeds - 1) * (problems - 1))
-        df = max(1, int(combined**2 / terms)) if terms else 1
+        df = max(1.0, combined**2 / terms) if terms else 1.0  # Satterthwaite's df is not a whole number
     se = variance**0.5
     half = t95(df) * se
     return {
@@ -172,6 +182,27 @@ def crossed_difference(a: list[list[float]], b: list[list[float]]) -> dict:
         "p": p_value(mean, se, df),
         "seeds": seeds,
         "problems": problems,
+        "seed_level": seed_level([sum(row) / problems for row in diffs]),
+    }
+
+
+def seed_level(seed_means: list[float]) -> dict | None:
+    """The check beside a crossed claim: a one-sample t-test over the seeds' own mean differences (df = seeds - 1),
+    which counts each seed once however many problems it scored; None with one seed.
+
+    >>> check = seed_level([0.10, 0.12, 0.02])  # mean 0.08, sd 0.0529: se 0.0306, t 2.62 on 2 df
+    >>> round(check["mean"], 3), round(check["se"], 4), check["df"], round(check["p"], 3)
+    (0.08, 0.0306, 2, 0.12)
+    """
+    if len(seed_means) < 2:
+        return None
+    spread = over_seeds(seed_means)
+    return {
+        "means": seed_means,
+        "mean": spread["mean"],
+        "se": spread["se"],
+        "df": spread["df"],
+        "p": p_value(spread["mean"], spread["se"], spread["df"]),
     }
 
 
@@ -192,9 +223,11 @@ def crossed_share(scores: list[list[float]], samples_per_score: int = 1) -> dict
 
 def one_family(rows: list[dict], alpha: float = ALPHA) -> list[dict]:
     """Rows of differences (mean, 95% interval, degrees of freedom, and `se` or an interval to read it from) as one
-    family of claims: each gets its two-sided p, Holm's adjusted p, `claimed` (adjusted p below `alpha`), the level its
-    Holm step tested it at, and, where not claimed, the smallest difference the run could have detected at that level
-    with 80% power. Intervals are recomputed from the standard error with the exact t quantile.
+    family of claims: each gets its two-sided p, Holm's adjusted p, `claimed` (adjusted p below `alpha`), `level` (the
+    level Holm tested it at, or, not claimed, the level it would have needed: `holm`), and, where not claimed, the
+    smallest difference the run could have detected at that level with 80% power. Intervals are recomputed from the
+    standard error with the exact t quantile. A row with a seed-level check (`seed_level`) gets `crossed_only`:
+    claimed, but the seeds' own t-test at the same level would not claim it (the claim rests on the crossed variance).
 
     >>> rows = one_family([{"mean": 0.1, "se": 0.02, "df": 100}, {"mean": 0.01, "se": 0.02, "df": 100}])
     >>> [(r["claimed"], r["detectable"] is None) for r in rows]
@@ -210,4 +243,6 @@ def one_family(rows: list[dict], alpha: float = ALPHA) -> list[dict]:
         row |= {"p_holm": corrected["p_holm"], "claimed": corrected["rejected"], "level": corrected["level"]}
         row["excludes_zero"] = row["ci95"][0] > 0 or row["ci95"][1] < 0
         row["detectable"] = None if row["claimed"] else detectable_difference(row["se"], row["df"], row["level"])
+        if row.get("seed_level") is not None:
+            row["crossed_only"] = row["claimed"] and not row["seed_level"]["p"] <= row["level"]
     return updated

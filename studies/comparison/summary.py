@@ -210,6 +210,7 @@ def aggregate(records: list[dict], inference: dict) -> list[dict]:
                     f"{metric}_vs_base_p_holm": row["p_holm"],
                     f"{metric}_vs_base_claimed": row["claimed"],
                     f"{metric}_vs_base_detectable": row["detectable"],
+                    f"{metric}_vs_base_crossed_only": row.get("crossed_only", False),
                 }
         clipped = over_seeds([r["clipped_share"] for r in runs])
         entry |= {"clipped_share": clipped["mean"], "clipped_share_sd": clipped["sd"]}

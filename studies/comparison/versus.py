@@ -40,6 +40,14 @@ def adjusted(p: float) -> str:
     return "< 0.001" if p < 0.001 else f"{p:.3f}"
 
 
+CROSSED_ONLY = "*: the seeds' own t-test (df = seeds - 1) would not claim it."
+
+
+def mark(row: dict) -> str:
+    """'*' on a claim that holds only under the crossed variance (core.report.stats.one_family's `crossed_only`)."""
+    return "*" if row.get("crossed_only") else ""
+
+
 def is_claimed(row: dict) -> bool:
     """Whether a row claims its order: Holm-adjusted p < 0.05, or, in a table from before the rule, an interval that
     excludes zero."""
@@ -52,6 +60,13 @@ def sentence(row: dict) -> str:
     >>> sentence({"a": "grpo", "b": "ppo", "metric": "sampled", "mean": 0.05, "ci95": [0.01, 0.09], "claimed": True,
     ...           "p_holm": 0.012, "detectable": None, "seeds": [0, 1], "problems": 200})
     'GRPO > PPO in sampled pass@1: +5.0 [+1.0, +9.0] points, Holm p 0.012 (2 seeds x 200 problems).'
+    >>> crossed = {"a": "ipo", "b": "base", "metric": "sampled", "mean": 0.02, "ci95": [0.01, 0.03], "claimed": True,
+    ...            "crossed_only": True, "p_holm": 0.03, "detectable": None, "seeds": [0, 1, 2], "problems": 100,
+    ...            "seed_level": {"df": 2, "p": 0.21}}
+    >>> for part in sentence(crossed).split("; "):
+    ...     print(part)
+    IPO > base in sampled pass@1: +2.0 [+1.0, +3.0] points, Holm p 0.030 (3 seeds x 100 problems
+    the seeds alone, df 2: p 0.210, only under the crossed variance).
     >>> tie = {"a": "dpo", "b": "orpo", "metric": "greedy", "mean": 0.01, "ci95": [-0.02, 0.04], "claimed": False,
     ...        "p_holm": 1.0, "detectable": 0.042, "seeds": [0], "problems": 200}
     >>> for part in sentence(tie).split("; "):
@@ -70,6 +85,10 @@ def sentence(row: dict) -> str:
             return f"{a} and {b} are not told apart in {metric}: {interval} points includes 0 {where}."
         seen = f"the run could have detected {detectable(row['detectable'])}"
         return f"{a} and {b} are not told apart in {metric}: {interval} points{holm}; {seen} {where}."
+    check = row.get("seed_level")
+    if check is not None:  # beside every claim: the seeds alone
+        alone = "only under the crossed variance" if row.get("crossed_only") else "holds there too"
+        where = where[:-1] + f"; the seeds alone, df {check['df']}: p {check['p']:.3f}, {alone})"
     if row["mean"] < 0:
         return f"{b} > {a} in {metric}: {points(row['mean'], row['ci95'], sign=-1)} points{holm} {where}."
     return f"{a} > {b} in {metric}: {points(row['mean'], row['ci95'])} points{holm} {where}."
@@ -114,11 +133,14 @@ def markdown(rows: list[dict], title: str = "## Method against method") -> list[
             row = metrics[metric]
             if corrected:
                 seen = "" if row["detectable"] is None else detectable(row["detectable"])
-                cells += [points(row["mean"], row["ci95"]), adjusted(row["p_holm"]), "yes" if row["claimed"] else "no"]
+                claimed = f"yes{mark(row)}" if row["claimed"] else "no"
+                cells += [points(row["mean"], row["ci95"]), adjusted(row["p_holm"]), claimed]
                 cells.append(seen)
             else:
                 cells += [points(row["mean"], row["ci95"]), "yes" if row["excludes_zero"] else "no"]
         lines.append(f"| {a} | {b} | " + " | ".join(cells) + " |")
+    if any(mark(row) for row in rows):
+        lines += ["", CROSSED_ONLY]
     lines += ["", *(f"- {sentence(metrics['sampled'])}" for metrics in by_pair.values())]
     return lines
 
@@ -128,7 +150,8 @@ def _against_base(entry: dict, run: dict) -> str:
     for metric, name in METRICS.items():
         if f"{metric}_vs_base_claimed" in entry:  # the Holm rule
             if entry[f"{metric}_vs_base_claimed"]:
-                said["gain" if entry[f"{metric}_vs_base"] > 0 else "lose"].append(name)
+                starred = "*" if entry.get(f"{metric}_vs_base_crossed_only") else ""
+                said["gain" if entry[f"{metric}_vs_base"] > 0 else "lose"].append(name + starred)
             else:
                 unseen[name] = detectable(entry[f"{metric}_vs_base_detectable"])
             continue
@@ -193,7 +216,7 @@ def what_holds(summary: dict) -> str:
         for r in rows:
             if is_claimed(r):
                 winner, loser = (r["a"], r["b"]) if r["mean"] > 0 else (r["b"], r["a"])
-                beats.setdefault(winner, []).append(loser)
+                beats.setdefault(winner, []).append(loser + mark(r))
             else:
                 seen = f" (could have detected {detectable(r['detectable'])})" if "detectable" in r else ""
                 ties.append(f"{r['a'].upper()} and {r['b'].upper()}{seen}")
@@ -216,4 +239,6 @@ def what_holds(summary: dict) -> str:
         rule = "the seeds x problems interval"
     if pairwise:
         text += f" Method against method ({rule}): " + "; ".join(pairwise) + "."
+    if "*" in text:
+        text += " " + CROSSED_ONLY
     return textwrap.fill(text, width=116, break_on_hyphens=False)

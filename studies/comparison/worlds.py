@@ -12,6 +12,8 @@ results/compare/tiny/summary.json).
 'flips'
 >>> verdict(tiny, tiny | {"mean": 0.01, "ci95": [-0.05, 0.07], "claimed": False, "detectable": 0.08})
 'not seen (it could have detected 8.0 points)'
+>>> verdict(tiny, tiny | {"mean": 0.03, "ci95": [-0.02, 0.12], "claimed": False, "detectable": 0.08})
+'consistent (the tiny effect lies in its interval; it could have detected 8.0 points)'
 >>> verdict(tiny, tiny | {"mean": 0.01, "ci95": [-0.2, 0.22], "claimed": False, "detectable": 0.31})
 'not told apart (it could have detected only 31.0 points)'
 >>> verdict(tiny, tiny | {"mean": 0.3, "ci95": [-0.07, 0.69], "claimed": False, "detectable": 1.3})
@@ -38,14 +40,18 @@ def said(row: dict) -> str:
     return f"{a} > {b}" if row["mean"] > 0 else f"{b} > {a}"
 
 
-def verdict(tiny: dict, real: dict | None) -> str:
-    """What the real model's row says of the tiny world's claim `tiny` (a claimed row)."""
+def verdict(tiny: dict, real: dict | None, consistent: bool = True) -> str:
+    """What the real model's row says of the tiny world's claim `tiny` (a claimed row); consistent=False: as tables
+    before #64 said it, 'not seen' whether or not the real interval held the tiny world's difference."""
     if real is None:
         return "not measured"
     if is_claimed(real):
         return "holds" if (real["mean"] > 0) == (tiny["mean"] > 0) else "flips"
     could = real.get("detectable")
     if could is not None and could <= abs(tiny["mean"]):
+        low, high = real["ci95"]
+        if consistent and low <= tiny["mean"] <= high:  # none claimed, and none that rules out the tiny world's
+            return f"consistent (the tiny effect lies in its interval; it could have detected {detectable(could)})"
         return f"not seen (it could have detected {detectable(could)})"
     if not could:
         return "not told apart"
@@ -83,7 +89,8 @@ def transfer_table(
         or f"Each difference `{tiny_name}` claims (Holm over its own family), beside the same difference on "
         f"`{real_name}` under this comparison's rule; budgets: `{tiny.get('budget', 'prompts')}` and "
         f"`{real.get('budget', 'prompts')}`. 'not seen' means the real run could have detected a difference as large "
-        "as the tiny world's and saw none; 'not told apart' that it could not have.",
+        "as the tiny world's and its interval leaves the tiny world's difference out; 'consistent' that it could "
+        "have detected it and its interval holds it; 'not told apart' that it could not have.",
         "",
         f"| claim on `{tiny_name}` | metric | `{tiny_name}` A - B | `{real_name}` A - B | on `{real_name}` "
         "| verdict |",
@@ -124,7 +131,8 @@ def replaced_section(old: dict, new: dict, old_name: str) -> list[str]:
     intro = (
         f"Each claim of the table this one replaced ({old_name}; under its own rule: an order where the 95% "
         "interval excluded zero, no correction), beside the same difference here (Holm over this table's family). "
-        "'not seen': this run could have detected a difference as large as the old one and saw none; 'not told "
+        "'not seen': this run could have detected a difference as large as the old one and its interval leaves the "
+        "old difference out; 'consistent': it could have, and its interval holds the old difference; 'not told "
         "apart': it could not have."
     )
     return transfer_table(old, new, "old", "new", "## Against the table this one replaced", intro)
@@ -136,7 +144,8 @@ def budget_section(prompts: dict, completions: dict) -> list[str]:
     intro = (
         "Each claim of the same-prompts table (Holm over its family), beside the same difference when every method "
         "samples the same completions (Holm over this table's family). 'not seen': this run could have detected a "
-        "difference as large and saw none; 'not told apart': it could not have."
+        "difference as large and its interval leaves it out; 'consistent': it could have, and its interval holds it; "
+        "'not told apart': it could not have."
     )
     title = "## The same prompts against the same completions"
     return transfer_table(prompts, completions, "prompts", "completions", title, intro)

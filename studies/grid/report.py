@@ -65,14 +65,45 @@ def table(summary: dict, columns: tuple[tuple[str, str, str], ...] = ()) -> str:
 SMALL_DIFFERENCE, SEEDS_FOR_SMALL = 0.03, 5
 
 
+def rounded_down(row: dict) -> bool:
+    """A difference from a study run before its degrees of freedom were kept as Satterthwaite gives them (no
+    seed-level check beside it): its df was stored rounded down to a whole number, so its interval, p and detectable
+    difference err on the wide side, and only a rerun (with its per-problem scores) gives the exact ones."""
+    return "seed_level" not in row and row.get("seeds", 1) > 1
+
+
+def could_have_detected(row: dict) -> str:
+    """'could have detected X', said as a bound where the row's df was rounded down.
+
+    >>> could_have_detected({"detectable": 0.042, "seeds": 3, "seed_level": None})
+    'could have detected 4.2 points'
+    >>> could_have_detected({"detectable": 0.042, "seeds": 3})
+    'could have detected 4.2 points (df rounded down: a bound)'
+    """
+    bound = " (df rounded down: a bound)" if rounded_down(row) else ""
+    return f"could have detected {detectable(row['detectable'])}{bound}"
+
+
 def family_line(summary: dict) -> str:
-    """How the sentences below a study's table decide, with the size of its family."""
-    return (
+    """How the sentences below a study's table decide, with the size of its family (and, for a study run before the
+    degrees of freedom were kept unrounded, what that does to its numbers)."""
+    said = (
         f"An order is claimed only where its seeds x problems difference survives Holm's correction over the study's "
         f"{summary['family_size']} differences (every cell against its reference, sampled pass@1 and greedy); a pair "
-        "not told apart gives the smallest difference the study could have detected (80% power). Intervals of "
-        "shares stay within [0, 100]%."
+        "not told apart gives the smallest difference the study could have detected (80% power, at the level Holm "
+        "would have needed for it). Intervals of shares stay within [0, 100]%."
     )
+    rows = [
+        c[f"{m}_vs_reference"] for c in summary["cells"] for m in ("sampled", "greedy") if c.get(f"{m}_vs_reference")
+    ]
+    if any(rounded_down(row) for row in rows):
+        said += (
+            " This study ran before #64: its degrees of freedom were stored rounded down to whole numbers and its "
+            "per-problem scores were not kept, so every interval, p and detectable difference here is on the wide "
+            "side (a bound, marked), and a claim here holds at the exact degrees of freedom too; a rerun gives exact "
+            "numbers."
+        )
+    return said
 
 
 def against_reference(summary: dict, metric: str = "sampled") -> list[str]:
@@ -88,13 +119,17 @@ def against_reference(summary: dict, metric: str = "sampled") -> list[str]:
             continue
         interval = f"{points(row['mean'], row['ci95'])} points, Holm p {adjusted(row['p_holm'])}"
         if not row["claimed"]:
-            seen = f"could have detected {detectable(row['detectable'])}"
+            seen = could_have_detected(row)
             lines.append(f"{c['cell']} and {c['reference_cell']} are not told apart in {name}: {interval}; {seen}.")
             continue
         verb = "beats" if row["mean"] > 0 else "falls below"
         seeds = len({r["seed"] for r in summary["runs"] if r["cell"] == c["cell"]})
         small = abs(row["mean"]) < SMALL_DIFFERENCE and seeds < SEEDS_FOR_SMALL
         caveat = f" (under 3 points on {seeds} seeds: rerun with SEEDS=5 before relying on it)" if small else ""
+        check = row.get("seed_level")  # beside every claim: the seeds alone (absent from studies run before it)
+        if check is not None:
+            alone = "only under the crossed variance" if row.get("crossed_only") else "holds there too"
+            caveat += f"; the seeds alone, df {check['df']}: p {check['p']:.3f}, {alone}"
         lines.append(f"{c['cell']} {verb} {c['reference_cell']} in {name}: {interval}{caveat}.")
     return lines
 
@@ -123,7 +158,8 @@ def versus(cell: dict, metric: str = "sampled") -> str:
     row = cell.get(f"{metric}_vs_reference")
     if row is None:
         return "the reference"
-    said = "beyond noise" if row["claimed"] else f"not told apart, could have detected {detectable(row['detectable'])}"
+    said = "beyond noise" if row["claimed"] else f"not told apart, {could_have_detected(row)}"
+    said += " (only under the crossed variance)" if row.get("crossed_only") else ""
     return f"{points(row['mean'], row['ci95'])} points vs {cell['reference_cell']}, {said}"
 
 

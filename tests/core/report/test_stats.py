@@ -9,6 +9,7 @@ from core.report.stats import (
     crossed_share,
     detectable_difference,
     holm,
+    one_family,
     p_value,
     share_interval,
     share_over_seeds,
@@ -99,3 +100,53 @@ def test_a_stored_interval_gives_back_its_standard_error():
     published = {"mean": 0.05, "ci95": [0.01, 0.09], "df": 40}  # stored with the normal's 1.96 past 30
     assert abs(standard_error(published) - 0.04 / 1.96) < 1e-12
     assert crossed_share([[1, 1], [1, 1]], samples_per_score=8)["ci95"][1] == 1.0
+
+
+def test_satterthwaite_s_degrees_of_freedom_are_not_rounded():
+    """By hand: differences [[1, 0, 1], [0, 0, 1]] (2 seeds x 3 problems): mean 1/2; MS_seed = 3 x 2 x (1/6)^2 = 1/6,
+    MS_problem = 2 x (0 + 1/4 + 1/4) / 2 = 1/2, MS_residual = (1/3) / 2 = 1/6; combined = 1/6 + 1/2 - 1/6 = 1/2;
+    df = (1/2)^2 / ((1/6)^2 + (1/2)^2 / 2 + (1/6)^2 / 2) = (1/4) / (1/6) = 1.5, not 1; se = sqrt(1/2 / 6)."""
+    result = crossed_difference([[1, 0, 1], [0, 0, 1]], [[0, 0, 0], [0, 0, 0]])
+    assert abs(result["df"] - 1.5) < 1e-12
+    assert abs(result["se"] - (1 / 12) ** 0.5) < 1e-12
+    half = result["ci95"][1] - result["mean"]
+    assert abs(half - t95(1.5) * result["se"]) < 1e-12 and t95(1.5) < t95(1)
+    # the reviewer's case: 1.9995 degrees of freedom are t 4.30, not 12.71 (df 1) -- a third of the width
+    assert round(t95(1.9995), 2) == 4.30 and round(t95(1), 2) == 12.71
+    assert abs(p_value(0.5, (1 / 12) ** 0.5, 1.5) - result["p"]) < 1e-12
+
+
+def test_a_row_holm_did_not_claim_is_held_to_the_level_where_holm_stopped():
+    """p = 0.001, 0.02, 0.012, 0.04, 0.3: Holm claims 0.001 (at 0.05/5) and 0.012 (at 0.05/4) and stops at 0.02
+    (0.05/3). Each of the three unclaimed rows would have needed 0.05/3 -- not 0.05/2 or 0.05 by its own rank -- and
+    its detectable difference is computed at that level."""
+    p = [0.001, 0.02, 0.012, 0.04, 0.3]
+    levels = [r["level"] for r in holm(p)]
+    assert levels == [0.05 / 5, 0.05 / 3, 0.05 / 4, 0.05 / 3, 0.05 / 3]
+    rows = one_family([{"mean": 0.1, "se": 0.02, "df": 50.5}, {"mean": 0.01, "se": 0.02, "df": 50.5}])
+    rows += one_family([{"mean": 0.01, "se": 0.02, "df": 50.5}, {"mean": 0.02, "se": 0.02, "df": 50.5}])
+    assert rows[0]["claimed"] and not rows[1]["claimed"]  # one claimed of two: the other would need 0.05 / 1
+    assert rows[1]["detectable"] == detectable_difference(0.02, 50.5, 0.05)
+    assert not rows[2]["claimed"] and not rows[3]["claimed"]  # none claimed of two: each would have needed 0.05 / 2
+    assert rows[2]["detectable"] == rows[3]["detectable"] == detectable_difference(0.02, 50.5, 0.025)
+    assert rows[2]["detectable"] > detectable_difference(0.02, 50.5, 0.05)
+
+
+def crossed(common: int, extra: tuple[int, ...]) -> list[list[float]]:
+    """Per-(seed, problem) gains over 100 problems: `common` problems gained under every seed, and each seed's own
+    next `extra[s]` problems."""
+    return [[1.0 if p < common + e else 0.0 for p in range(100)] for e in extra]
+
+
+def test_a_claim_the_seeds_alone_would_not_make_is_marked():
+    """Three seeds gaining 5, 10 and 15 points, 5 of them on problems every seed gains: the crossed variance claims
+    the gain (Satterthwaite's df about 5.7), the seeds' own t-test (df 2) does not: `crossed_only`. With 10 problems
+    in common the seeds' own test claims it too."""
+    zero = [[0.0] * 100 for _ in range(3)]
+    row = one_family([crossed_difference(crossed(5, (0, 5, 10)), zero)])[0]
+    assert row["claimed"] and row["p"] < 0.05 < row["seed_level"]["p"] and row["seed_level"]["df"] == 2
+    assert row["seed_level"]["means"] == [0.05, 0.10, 0.15] and row["crossed_only"]
+    firmer = one_family([crossed_difference(crossed(10, (0, 5, 10)), zero)])[0]
+    assert firmer["claimed"] and firmer["seed_level"]["p"] < 0.05 and not firmer["crossed_only"]
+    one_seed = crossed_difference(crossed(5, (10,)), [[0.0] * 100])
+    assert one_seed["seed_level"] is None and "crossed_only" not in one_family([one_seed])[0]

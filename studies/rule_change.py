@@ -1,0 +1,144 @@
+"""What a change of the inference rule changed in the published tables: every claim, every "could have detected"
+and every verdict of a tiny-vs-real or old-vs-new section that reads differently in the published JSON now than at
+an earlier commit, table by table (the comparisons under results/compare/, the studies under results/studies/).
+
+    python -m studies.rule_change --before 85f614f > docs/rule-change.md
+
+docs/rule-change.md is that command's output for #64's rule (float degrees of freedom, the detectable difference at
+the level Holm would have needed, "consistent" beside "not seen", the seeds' own check beside each claim); a test
+holds its new side to the JSON now."""
+
+import argparse
+import json
+import subprocess
+from pathlib import Path
+
+from studies.comparison.inference import METRICS
+from studies.comparison.versus import detectable, is_claimed
+from studies.comparison.worlds import rows_of, said, verdict
+
+COMPARISONS = ("tiny", "tiny-completions", "tiny-code", "tiny-code-completions", "smol")
+STUDIES = ("group-size", "kl", "length", "onpolicy")
+# Each comparison's other section: the table whose claims it reads (a file beside it, or another comparison's).
+TRANSFERS = {
+    "tiny": ("replaced.json", "the table it replaced"),
+    "tiny-code": ("replaced.json", "the table it replaced"),
+    "tiny-completions": ("results/compare/tiny/summary.json", "the same-prompts table"),
+    "tiny-code-completions": ("results/compare/tiny-code/summary.json", "the same-prompts table"),
+    "smol": ("results/compare/tiny/summary.json", "the tiny math table"),
+}
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def read(path: str, commit: str | None) -> dict | None:
+    """A published JSON file (`path` from the repository's root) now (commit None) or as it was at `commit` (None
+    where it did not exist)."""
+    if commit is None:
+        file = ROOT / path
+        return json.loads(file.read_text()) if file.is_file() else None
+    shown = subprocess.run(["git", "show", f"{commit}:{path}"], capture_output=True, text=True, cwd=ROOT)
+    return json.loads(shown.stdout) if shown.returncode == 0 else None
+
+
+def claim(row: dict) -> str:
+    """A row as the tables say it: its order with '*' where only the crossed variance claims it, or 'A ~ B' with
+    what the run could have detected.
+
+    >>> claim({"a": "ipo", "b": "base", "metric": "sampled", "mean": 0.1, "claimed": True, "crossed_only": True})
+    'IPO > base*'
+    >>> claim({"a": "dpo", "b": "ipo", "metric": "sampled", "mean": 0.01, "claimed": False, "detectable": 0.031})
+    'DPO ~ IPO, could have detected 3.1 points'
+    """
+    if is_claimed(row):
+        return said(row) + ("*" if row.get("crossed_only") else "")
+    seen = f", could have detected {detectable(row['detectable'])}" if row.get("detectable") is not None else ""
+    return said(row) + seen
+
+
+def study_rows(summary: dict) -> dict:
+    """(cell, metric) -> the study's difference from the cell's reference, with names `said` reads."""
+    rows = {}
+    for cell in summary["cells"]:
+        for metric in METRICS:
+            row = cell.get(f"{metric}_vs_reference")
+            if row is not None:
+                rows[(cell["cell"], metric)] = row | {"a": cell["cell"], "b": cell["reference_cell"], "metric": metric}
+    return rows
+
+
+def changed(before: dict, after: dict, name: str) -> list[str]:
+    """One markdown row per difference whose claim or detectable difference reads differently."""
+    lines = []
+    for key, new in after.items():
+        old = before.get(key)
+        if old is None or claim(old) == claim(new):
+            continue
+        label = f"{key[0]} - {key[1]}" if len(key) == 3 else f"{key[0]} - {new['b']}"
+        lines.append(f"| {name} | {label} | {METRICS[key[-1]]} | {claim(old)} | {claim(new)} |")
+    return lines
+
+
+def verdicts(folder: str, commit: str | None) -> dict:
+    """(a, b, metric) -> verdict of the comparison's other section (`TRANSFERS`), at `commit` or now."""
+    relative, _ = TRANSFERS[folder]
+    other = read(relative if "/" in relative else f"results/compare/{folder}/{relative}", commit)
+    this = read(f"results/compare/{folder}/summary.json", commit)
+    if other is None or this is None:
+        return {}
+    theirs, ours = rows_of(other), rows_of(this)
+    then = commit is not None  # the verdicts as published then: no 'consistent' before #64
+    return {key: verdict(row, ours.get(key), consistent=not then) for key, row in theirs.items() if is_claimed(row)}
+
+
+def report(commit: str) -> str:
+    lines = [
+        f"# What #64's rule changed in the published tables (`python -m studies.rule_change --before {commit}`)",
+        "",
+        f"Each difference whose claim or detectable difference reads differently in the published JSON now than at "
+        f"commit {commit}: 'A > B' a claim (Holm over the table's family; '*': the seeds' own t-test at the same "
+        "level would not claim it, the claim rests on the crossed seeds x problems variance), 'A ~ B' not told "
+        "apart with the smallest difference the run could have detected (80% power, now at the level Holm would "
+        "have needed; the studies' degrees of freedom were stored rounded down, so theirs are bounds until rerun). "
+        "Every other difference reads as before.",
+        "",
+        "| table | difference | metric | before | now |",
+        "|---|---|---|---|---|",
+    ]
+    for folder in COMPARISONS:
+        path = f"results/compare/{folder}/summary.json"
+        before, after = read(path, commit), read(path, None)
+        lines += changed(rows_of(before), rows_of(after), f"compare/{folder}")
+    for study in STUDIES:
+        path = f"results/studies/{study}/summary.json"
+        before, after = read(path, commit), read(path, None)
+        lines += changed(study_rows(before), study_rows(after), f"studies/{study}")
+    lines += [
+        "",
+        "## Verdicts of the sections that read another table's claims",
+        "",
+        "| table | against | claim there | before | now |",
+        "|---|---|---|---|---|",
+    ]
+    for folder in COMPARISONS:
+        before, after = verdicts(folder, commit), verdicts(folder, None)
+        for key, now in after.items():
+            if before.get(key) != now:
+                a, b, metric = key
+                lines.append(
+                    f"| compare/{folder} | {TRANSFERS[folder][1]} | {a} - {b}, {METRICS[metric]} | "
+                    f"{before.get(key, 'not measured')} | {now} |"
+                )
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--before", required=True, help="the commit whose published JSON to read as before")
+    args = parser.parse_args(argv)
+    print(report(args.before), end="")
+
+
+if __name__ == "__main__":
+    main()
