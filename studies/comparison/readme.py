@@ -6,6 +6,7 @@ Parts, from the folder's summary.json and settings.json unless said:
     provenance     the commit, CPU and seconds it was measured in
     sweep          sweep.json, one line per method and key
     table, holds   the headline table and what holds in it
+    seeds          each run's sampled and greedy accuracy, the median, the runs below their seed's base
     compute        accuracy against compute, in words
     against-base, versus   every difference of the family, with its Holm p
     replaced       `<!-- generated: replaced (commit 172e0fb) -->`: each claim of replaced.json (the table this one
@@ -20,7 +21,7 @@ import re
 from pathlib import Path
 
 from core.runs.provenance import REPO
-from studies.comparison.report import compute_lines, headline_table, provenance, sweep_summary
+from studies.comparison.report import compute_lines, headline_table, provenance, seeds_table, sweep_summary
 from studies.comparison.versus import markdown, what_holds
 from studies.comparison.worlds import budget_section, replaced_section, transfer_table
 from studies.runner import PROFILES
@@ -46,6 +47,8 @@ def part(name: str, argument: str | None, folder: Path, summary: dict) -> str:
         return headline_table(summary)
     if name == "holds":
         return what_holds(summary)
+    if name == "seeds":
+        return seeds_table(summary)
     if name == "compute":
         return "\n".join(compute_lines(summary))
     if name == "against-base":

@@ -1,6 +1,7 @@
 """The comparison's report: summary.md and its plots (memory.png, accuracy.png, rewards.png, compute.png)."""
 
 import json
+import statistics
 from pathlib import Path
 
 from core.report.plots import rolling_mean
@@ -63,6 +64,52 @@ def headline_table(summary: dict) -> str:
             rate = num(a["sandbox_programs_per_second"], ".0f") if a["sandbox_programs_per_second"] else ""
             row += f" {reward} | {rate} |"
         lines.append(row)
+    return "\n".join(lines)
+
+
+def seeds_table(summary: dict) -> str:
+    """Seed by seed: each run's held-out sampled pass@1 and greedy accuracy, the median over its seeds, and how many
+    runs ended below the base of their own seed (its samples are drawn again under each seed), so that one collapsed
+    seed is seen and not averaged away.
+
+    >>> runs = [{"method": m, "seed": s, "sampled_pass1": v, "greedy_accuracy": g}
+    ...         for m, s, v, g in (("base", 0, .5, .4), ("base", 1, .6, .4), ("grpo", 0, .7, .3), ("grpo", 1, .9, .8))]
+    >>> print(seeds_table({"runs": runs}))
+    ## Seed by seed
+    <BLANKLINE>
+    Held-out sampled pass@1 / greedy accuracy of each run, the median over seeds, the runs below their seed's base.
+    <BLANKLINE>
+    | method | seed 0 | seed 1 | median | below the base: sampled, greedy |
+    |---|---|---|---|---|
+    | base | 50.0% / 40.0% | 60.0% / 40.0% | 55.0% / 40.0% |  |
+    | grpo | 70.0% / 30.0% | 90.0% / 80.0% | 80.0% / 55.0% | 0 of 2, 1 of 2 |
+    """
+    seeds = sorted({r["seed"] for r in summary["runs"]})
+    methods = list(dict.fromkeys(r["method"] for r in summary["runs"]))
+    runs = {(r["method"], r["seed"]): r for r in summary["runs"]}
+    keys = ("sampled_pass1", "greedy_accuracy")
+
+    def pair(values: tuple[float, float]) -> str:
+        return f"{values[0]:.1%} / {values[1]:.1%}"
+
+    lines = [
+        "## Seed by seed",
+        "",
+        "Held-out sampled pass@1 / greedy accuracy of each run, the median over seeds, the runs below their seed's "
+        "base.",
+        "",
+        "| method | " + " | ".join(f"seed {s}" for s in seeds) + " | median | below the base: sampled, greedy |",
+        "|---|" + "---|" * (len(seeds) + 2),
+    ]
+    for method in methods:
+        own = [runs[method, s] for s in seeds if (method, s) in runs]
+        cells = [pair(tuple(runs[method, s][k] for k in keys)) if (method, s) in runs else "" for s in seeds]
+        median = pair(tuple(statistics.median(r[k] for r in own) for k in keys))
+        below = ""
+        if method != "base":
+            counts = [sum(r[k] < runs["base", r["seed"]][k] for r in own) for k in keys]
+            below = ", ".join(f"{n} of {len(own)}" for n in counts)
+        lines.append(f"| {method} | " + " | ".join(cells) + f" | {median} | {below} |")
     return "\n".join(lines)
 
 

@@ -489,7 +489,7 @@ def test_a_rerun_readme_is_its_json(profile):
     folder = REPO_ROOT / "results" / "compare" / profile
     readme = (folder / "README.md").read_text()
     names = [m[1] for m in PART.finditer(readme)]
-    assert names == ["provenance", "sweep", "table", "holds", "replaced", "compute", "against-base", "versus"]
+    assert names == ["provenance", "sweep", "table", "holds", "seeds", "replaced", "compute", "against-base", "versus"]
     assert filled(readme, folder) == readme  # every part is what its files make of it now
     if profile == "tiny":
         main_readme = (REPO_ROOT / "README.md").read_text()
@@ -526,7 +526,7 @@ def test_the_real_models_readme_is_its_json():
     assert settings["profile"] == "smol" and settings["prompts"] == 56 and settings["eval_n"] == 100
     readme = (folder / "README.md").read_text()
     names = [m[1] for m in PART.finditer(readme)]
-    assert names == ["provenance", "sweep", "table", "holds", "worlds", "against-base", "versus"]
+    assert names == ["provenance", "sweep", "table", "holds", "seeds", "worlds", "against-base", "versus"]
     assert filled(readme, folder) == readme
     scores = read_scores(folder)
     assert sorted(scores) == sorted((m, s) for m in ("base", *METHODS) for s in range(3))
@@ -572,6 +572,9 @@ def test_the_real_models_readme_is_its_json():
         if key[0] != "base" and r["greedy_accuracy"] < runs["base", 0]["greedy_accuracy"]
     }
     assert below == {("ppo", 1), ("ppo", 2), ("grpo", 2)}
+    seeds_part = readme.split("<!-- generated: seeds -->")[1].split("<!-- end -->")[0]  # the failures, counted
+    assert "| grpo | 60.0% / 74.0% | 53.2% / 66.0% | 30.2% / 29.0% | 53.2% / 66.0% | 0 of 3, 1 of 3 |" in seeds_part
+    assert "| 1 of 3, 2 of 3 |" in seeds_part.split("| ppo |")[1].splitlines()[0]
     assert f"below the base's greedy accuracy ({runs['base', 0]['greedy_accuracy']:.1%})" in text
     assert min(below, key=lambda key: runs[key]["greedy_accuracy"]) == ("ppo", 1)  # "the lowest"
     lengths = {
@@ -667,7 +670,15 @@ def test_the_same_completions_table_is_its_json(profile):
     same = {(r["method"], r["seed"]): r["sampled_pass1"] for r in prompts["runs"] if r["method"] != "ppo"}
     assert {(r["method"], r["seed"]): r["sampled_pass1"] for r in summary["runs"] if r["method"] != "ppo"} == same
     readme = (folder / "README.md").read_text()
-    assert [m[1] for m in PART.finditer(readme)] == ["provenance", "table", "holds", "budgets", "compute", "versus"]
+    assert [m[1] for m in PART.finditer(readme)] == [
+        "provenance",
+        "table",
+        "holds",
+        "seeds",
+        "budgets",
+        "compute",
+        "versus",
+    ]
     assert filled(readme, folder) == readme
     assert "\n".join(budget_section(prompts, summary)) in readme
     assert len(read_scores(folder)) == 6 * 5
