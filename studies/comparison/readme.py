@@ -7,6 +7,7 @@ Parts, from the folder's summary.json and settings.json unless said:
     sweep          sweep.json, one line per method and key
     table, holds   the headline table and what holds in it
     seeds          each run's sampled and greedy accuracy, the median, the runs below their seed's base
+    sharpening     per_problem.jsonl: preference against online methods' greedy - sampled gaps (post hoc)
     compute        accuracy against compute, in words
     against-base, versus   every difference of the family, with its Holm p
     replaced       `<!-- generated: replaced (commit 172e0fb) -->`: each claim of replaced.json (the table this one
@@ -22,6 +23,8 @@ from pathlib import Path
 
 from core.runs.provenance import REPO
 from studies.comparison.report import compute_lines, headline_table, provenance, seeds_table, sweep_summary
+from studies.comparison.scores import read_scores
+from studies.comparison.sharpening import section as sharpening_section
 from studies.comparison.versus import markdown, what_holds
 from studies.comparison.worlds import budget_section, replaced_section, transfer_table
 from studies.runner import PROFILES
@@ -49,6 +52,8 @@ def part(name: str, argument: str | None, folder: Path, summary: dict) -> str:
         return what_holds(summary)
     if name == "seeds":
         return seeds_table(summary)
+    if name == "sharpening":
+        return sharpening_section(read_scores(folder))
     if name == "compute":
         return "\n".join(compute_lines(summary))
     if name == "against-base":
