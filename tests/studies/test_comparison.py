@@ -588,6 +588,8 @@ def test_the_real_models_readme_is_its_json():
     assert f"+{grpo['mean']:.1%} points with an interval from {grpo['ci95'][0]:+.1%}".replace("%", "") in text
     claimed = {(r["a"], r["b"], r["metric"]) for r in summary["against_base"] + summary["versus"] if r["claimed"]}
     assert claimed == {("ipo", "base", "sampled"), ("ipo", "orpo", "sampled")}
+    smol_doc = " ".join((REPO_ROOT / "docs" / "smol.md").read_text().split())  # its one-seed table points here
+    assert "only IPO's sampled gain over the base and IPO over ORPO in sampled pass@1 are claimed" in smol_doc
     below = {
         key
         for key, r in runs.items()

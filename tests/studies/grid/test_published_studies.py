@@ -52,6 +52,8 @@ def test_report_rewrites_the_readme_and_plot_from_a_copy_of_the_published_json_a
 
 def test_the_main_readme_gives_each_study_s_answer_from_its_json():
     readme = (REPO_ROOT / "README.md").read_text()
+    seeds = {published(study)[1]["seeds"] for study in STUDIES}  # how many seeds stand behind every number there
+    assert len(seeds) == 1 and f"{seeds.pop()} seeds a cell" in " ".join(readme.split())
     for study, name in STUDIES.items():
         summary, _ = published(study)
         module = importlib.import_module(f"studies.grid.{name}.__main__")
