@@ -174,6 +174,11 @@ def sweep_summary(rows: list[dict]) -> str:
     | method | key | validation sampled pass@1 at each value (mean of the seeds) | chosen |
     |---|---|---|---|
     | dpo | beta | 0.1: 63.0% / **0.3: 64.0%** | 0.3, at the grid's edge (2 seeds a point) |
+    <BLANKLINE>
+    Configurations trained per method (a point the chosen rate's run shares counted once): DPO 2.
+
+    The tuning budget is said under the table: a method tried on more configurations had more chances to find a good
+    one on validation, so an unequal budget is named as such.
     """
     lines = [
         "| method | key | validation sampled pass@1 at each value (mean of the seeds) | chosen |",
@@ -192,7 +197,27 @@ def sweep_summary(rows: list[dict]) -> str:
             f"| {method} | {key} | {' / '.join(cells)} | {chosen.get('value', chosen['learning_rate']):g}{edge} "
             f"({seeds} seed{'s' if seeds > 1 else ''} a point) |"
         )
+    tried = tuning_budget(rows)
+    counts = ", ".join(f"{m.upper()} {n}" for m, n in tried.items())
+    equal = "" if len(tried) < 2 else " (equal)" if len(set(tried.values())) == 1 else ": not an equal budget"
+    lines += [
+        "",
+        f"Configurations trained per method (a point the chosen rate's run shares counted once): {counts}{equal}.",
+    ]
     return "\n".join(lines)
+
+
+def tuning_budget(rows: list[dict]) -> dict:
+    """Per method, how many configurations its sweep trained (each at its seeds): a key's point that is the chosen
+    learning rate's own run (`same_run_as`) is not a second configuration.
+
+    >>> tuning_budget([{"method": "dpo"}, {"method": "dpo", "same_run_as": "learning_rate"}, {"method": "grpo"}])
+    {'dpo': 1, 'grpo': 1}
+    """
+    tried: dict[str, int] = {}
+    for row in rows:
+        tried[row["method"]] = tried.get(row["method"], 0) + (0 if row.get("same_run_as") else 1)
+    return tried
 
 
 def write_markdown(

@@ -14,7 +14,7 @@ from core.runs.metrics import first_last
 from studies.comparison.__main__ import from_scores, main, summary_again, write_report
 from studies.comparison.published import against_published, read_published
 from studies.comparison.readme import PART, filled, write_readme
-from studies.comparison.report import compute_lines, headline_table
+from studies.comparison.report import compute_lines, headline_table, tuning_budget
 from studies.comparison.scores import read_scores
 from studies.comparison.sharpening import sharpening
 from studies.comparison.summary import FROM_SCORES, MEASURED_ONLY_WHEN_TRAINED, same_machine
@@ -887,3 +887,14 @@ def test_the_sharpening_contrast_is_the_gap_of_gaps_the_reviewer_computed():
     assert len(real) == 6 and not any(r["claimed"] for r in real)
     text = (REPO_ROOT / "results" / "compare" / "smol" / "README.md").read_text()
     assert "is told apart from an online method's (3 seeds, post hoc)." in text
+
+
+def test_each_sweep_reports_its_tuning_budget_per_method():
+    """The reviewer's count of configurations tried per method on the tiny table (GRPO 3, PPO 8, DPO 8, IPO 6, ORPO
+    11), from sweep.json, said under its sweep in the README as not an equal budget; the real model's 3 each, equal."""
+    tiny = json.loads((REPO_ROOT / "results" / "compare" / "tiny" / "sweep.json").read_text())
+    assert tuning_budget(tiny) == {"grpo": 3, "ppo": 8, "dpo": 8, "ipo": 6, "orpo": 11}
+    text = (REPO_ROOT / "results" / "compare" / "tiny" / "README.md").read_text()
+    assert "GRPO 3, PPO 8, DPO 8, IPO 6, ORPO 11: not an equal budget." in text
+    smol = json.loads((REPO_ROOT / "results" / "compare" / "smol" / "sweep.json").read_text())
+    assert set(tuning_budget(smol).values()) == {3}
