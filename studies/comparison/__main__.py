@@ -62,9 +62,9 @@ from studies.comparison.readme import rewrite_readmes
 from studies.comparison.report import plot, write_markdown
 from studies.comparison.scores import NAME as SCORES
 from studies.comparison.scores import read_scores, score_lines, write_scores
-from studies.comparison.shared_runs import borrow, borrowed_note, training_digest
+from studies.comparison.shared_runs import borrow, borrowed_note, same_settings, training_digest
 from studies.comparison.summary import FROM_SCORES, aggregate, same_machine, summarise, with_statistics
-from studies.comparison.sweep import sweep, sweep_plan
+from studies.comparison.sweep import EQUAL_KEYS, KEYS, equal_budget, sweep, sweep_plan, table_seeds
 from studies.memory.estimate import estimate_all
 from studies.runner import (
     CHECKPOINTS,
@@ -140,7 +140,13 @@ def main(argv=None):
     parser.add_argument("--prompts", type=int, help="training prompts every method sees once (profile default)")
     parser.add_argument("--eval_limit", type=int, help="held-out (and validation) problems (default: the profile's)")
     parser.add_argument("--eval_k", type=int, help="samples per problem for sampled pass@1")
-    parser.add_argument("--seeds", type=int, default=5, help="runs per method, seeds 0..N-1")
+    parser.add_argument("--seeds", type=int, default=5, help="runs per method")
+    parser.add_argument(
+        "--first_seed",
+        type=int,
+        help="the table's first seed (default: the first after the seeds --out's sweep.json tuned on, 0 without one): "
+        "a table's seeds never also tuned it",
+    )
     parser.add_argument(
         "--budget",
         choices=sorted(BUDGETS),
@@ -159,6 +165,12 @@ def main(argv=None):
     )
     parser.add_argument("--validation_k", type=int, default=4, help="samples per validation problem")
     parser.add_argument("--sweep_seeds", type=int, help="seeds per sweep point (default 2; smol 1)")
+    parser.add_argument(
+        "--equal_budget",
+        action="store_true",
+        help="with --sweep: every method the same number of configurations: its learning-rate grid, then one key "
+        "each (GRPO's beta included) at --key_points, no grid extended past an edge",
+    )
     parser.add_argument(
         "--sweep_extend", type=int, help="times a grid may grow past a winning edge (default 2; smol 0)"
     )
@@ -230,6 +242,12 @@ def main(argv=None):
         grid, plan = sweep_plan(
             args.profile, args.methods, args.learning_rates, args.sweep_seeds, args.sweep_extend, args.key_points
         )
+        keys = KEYS
+        if args.equal_budget:
+            plan |= {"extend": 0, "key_points": plan["key_points"] or 3}
+            keys = EQUAL_KEYS
+            configurations = equal_budget(grid, plan["key_points"])
+            print(f"[sweep] an equal budget: {configurations} configurations a method, {plan['seeds']} seeds each")
         results = sweep(
             args.profile,
             prompts,
@@ -241,6 +259,7 @@ def main(argv=None):
             limit,
             load_in_4bit=in_4bit,
             resume=args.resume,
+            keys=keys,
             **plan,
         )
         for row in results:
@@ -272,15 +291,22 @@ def main(argv=None):
     }
     borrowed = []
     source = Path(args.same_runs_from) if args.same_runs_from else PUBLISHED / args.profile
-    if prompts_for and args.resume and source.resolve() != out.resolve():
+    # the sweeps that tuned it: its folder's; for a published table, the profile's published one (the configs' rates
+    # came from it); for the same-completions budget, the same-prompts table's it borrows runs from
+    tuned_by = [out / "sweep.json"]
+    tuned_by += [PUBLISHED / args.profile / "sweep.json"] if out.resolve().is_relative_to(PUBLISHED.resolve()) else []
+    shares = prompts_for and args.resume and source.resolve() != out.resolve() and same_settings(source, same)
+    tuned_by += [source / "sweep.json"] if shares else []
+    seeds = table_seeds(args.first_seed, args.seeds, tuned_by)
+    if shares:
         # the methods whose budget is the same under both: the same-prompts comparison's runs, not trained again
-        borrowed = borrow(source, out, [m for m in args.methods if m not in prompts_for], args.seeds, same)
+        borrowed = borrow(source, out, [m for m in args.methods if m not in prompts_for], seeds, same)
         if borrowed:
             print(
                 f"[compare] the same runs as {source} (same training code, prompts, evaluation): {', '.join(borrowed)}"
             )
     elapsed = Elapsed(out, args.resume)
-    for seed in range(args.seeds):
+    for seed in seeds:
         runs |= train_all(
             args.profile,
             prompts,
@@ -335,6 +361,7 @@ def main(argv=None):
         "methods": args.methods,
         "task": profile["task"],
         "seeds": args.seeds,
+        "first_seed": seeds[0],
         "validation": validation,
         "learning_rates": {m: recipe_config(args.profile, m)[1].get("learning_rate") for m in args.methods},
         "headline": "sampled pass@1",

@@ -22,9 +22,10 @@ import re
 from pathlib import Path
 
 from core.runs.provenance import REPO
-from studies.comparison.report import compute_lines, headline_table, provenance, seeds_table, sweep_summary
+from studies.comparison.report import compute_lines, headline_table, provenance, seeds_table
 from studies.comparison.scores import read_scores
 from studies.comparison.sharpening import section as sharpening_section
+from studies.comparison.tuning import sweep_summary
 from studies.comparison.versus import markdown, what_holds
 from studies.comparison.worlds import budget_section, replaced_section, transfer_table
 from studies.runner import PROFILES

@@ -31,15 +31,20 @@ def training_digest() -> str:
     return hashlib.sha256((code_digest(folders=TRAINED_BY) + RUNNER.read_text()).encode()).hexdigest()
 
 
-def borrow(source: Path, out: Path, methods, seeds: int, settings: dict) -> list[str]:
-    """Copy into `out` the finished runs of `methods` for seeds 0..seeds-1 from the comparison in `source`, with what
-    they trained on and were scored as, when `source`'s settings.json shares `SAME` with `settings`; returns the runs
-    copied ("<method>-seed<s>"), none when the settings differ."""
+def same_settings(source: Path, settings: dict) -> bool:
+    """Whether the comparison in `source` ran as `settings` says on every key of `SAME` (its runs can be taken)."""
     published = read_published(source)
-    if published is None or any(published[1].get(key) != settings.get(key) for key in SAME):
+    return published is not None and all(published[1].get(key) == settings.get(key) for key in SAME)
+
+
+def borrow(source: Path, out: Path, methods, seeds: list[int], settings: dict) -> list[str]:
+    """Copy into `out` the finished runs of `methods` for `seeds` from the comparison in `source`, with what they
+    trained on and were scored as, when `source`'s settings.json shares `SAME` with `settings`; returns the runs
+    copied ("<method>-seed<s>"), none when the settings differ."""
+    if not same_settings(source, settings):
         return []
     copied = []
-    for seed in range(seeds):
+    for seed in seeds:
         files = [f"eval_base-seed{seed}.json", f"eval_base-seed{seed}.jsonl"]
         for method in methods:
             run = source / f"{method}-seed{seed}"

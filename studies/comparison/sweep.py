@@ -32,17 +32,69 @@ from studies.runner import (
 
 # Each method's own key, swept at its chosen learning rate; PPO's critic rate is centred on the policy's.
 KEYS = {"ppo": ("kl_coef", "value_learning_rate"), "dpo": ("beta",), "ipo": ("beta",), "orpo": ("beta",)}
+# An equal tuning budget (`--equal_budget`): one key each, GRPO's included. GRPO's is beta, its KL coefficient: the
+# knob that trades reward for staying near the start, as PPO's kl_coef and the preference methods' beta do (its clip
+# range does nothing at one update a batch, and k changes the compute the table holds equal).
+EQUAL_KEYS = {"grpo": ("beta",), "ppo": ("kl_coef",), "dpo": ("beta",), "ipo": ("beta",), "orpo": ("beta",)}
 KEY_STEP = 3.0  # a key's points: its config's value times KEY_STEP ** -1, 0, 1
+FROM_ZERO = 0.01  # a key whose config value is 0 (GRPO's beta): 0, then FROM_ZERO, KEY_STEP apart
 
 
 def key_grid(centre: float, points: int) -> list[float]:
-    """`points` values around `centre`, KEY_STEP apart.
+    """`points` values around `centre`, KEY_STEP apart; from a centre of 0, the 0 itself and points above it.
 
-    >>> key_grid(0.1, 3)
-    [0.0333, 0.1, 0.3]
+    >>> key_grid(0.1, 3), key_grid(0.0, 3)
+    ([0.0333, 0.1, 0.3], [0.0, 0.01, 0.03])
     """
+    if centre == 0:
+        return [0.0] + [float(f"{FROM_ZERO * KEY_STEP**i:.3g}") for i in range(points - 1)]
     half = points // 2
     return [float(f"{centre * KEY_STEP**i:.3g}") for i in range(-half, points - half)]
+
+
+def table_seeds(first: int | None, count: int, sweeps: list[Path]) -> list[int]:
+    """A table's `count` seeds: from `first`, or from the first seed after every seed the `sweeps` (sweep.json files
+    that tuned it) trained on, 0 without one; one line, and nothing run, where they would overlap: a table's seeds
+    never also tune it.
+
+    >>> import tempfile
+    >>> sweep = Path(tempfile.mkdtemp()) / "sweep.json"
+    >>> table_seeds(None, 3, [sweep])  # no sweep yet
+    [0, 1, 2]
+    >>> _ = sweep.write_text('[{"method": "grpo", "seeds": [0, 1]}]')
+    >>> table_seeds(None, 3, [sweep])
+    [2, 3, 4]
+    >>> table_seeds(1, 3, [sweep])
+    Traceback (most recent call last):
+    SystemExit: --first_seed 1: seed 1 also tuned this table (sweep.json); its seeds never tune it: --first_seed 2
+    """
+    tuned: set[int] = set()
+    for path in sweeps:
+        if path.is_file():
+            tuned |= {seed for row in json.loads(path.read_text()) for seed in row.get("seeds", [])}
+    after = max(tuned) + 1 if tuned else 0
+    seeds = list(range(after if first is None else first, (after if first is None else first) + count))
+    overlap = sorted(tuned & set(seeds))
+    if overlap:
+        said = ", ".join(map(str, overlap))
+        raise SystemExit(
+            f"--first_seed {seeds[0]}: seed{'s' if len(overlap) > 1 else ''} {said} also tuned this table "
+            f"({', '.join(p.name for p in sweeps if p.is_file())}); its seeds never tune it: --first_seed {after}"
+        )
+    return seeds
+
+
+def equal_budget(grid: dict, key_points: int) -> int:
+    """The configurations each method trains under `--equal_budget`: its learning-rate grid, then its one key's points
+    but the one its chosen rate already trained (no grid grows past an edge).
+
+    >>> equal_budget({"grpo": [1e-4, 5e-4, 1e-3], "dpo": [5e-5, 1e-4, 5e-4]}, 3)
+    5
+    """
+    sizes = {len(values) for values in grid.values()}
+    if len(sizes) != 1:
+        raise SystemExit(f"--equal_budget: every method's learning-rate grid must have as many points ({grid})")
+    return sizes.pop() + key_points - 1
 
 
 def sweep_plan(
@@ -85,7 +137,11 @@ def past_the_edge(values: list[float], best: float) -> float | None:
     (2.5e-05, None)
     >>> past_the_edge([2e-4, 5e-4, 1e-3], 1e-3)
     0.002
+    >>> past_the_edge([0.0, 0.01, 0.03], 0.0) is None  # nothing lies below a coefficient of 0
+    True
     """
+    if best == values[0] == 0:
+        return None
     if best == values[0]:
         return float(f"{values[0] * values[0] / values[1]:.3g}")
     if best == values[-1]:
@@ -171,9 +227,11 @@ def sweep(
     extend: int = 2,
     key_points: int = 3,
     resume: bool = False,
+    keys: dict = KEYS,
 ) -> list[dict]:
-    """Each method's learning rate, then its keys, as the module says; returns sweep.json's rows (an earlier sweep's
-    rows of the other methods kept; with `resume`, its points measured the same way too)."""
+    """Each method's learning rate, then its keys (`keys`: KEYS, or EQUAL_KEYS for an equal budget), as the module
+    says; returns sweep.json's rows (an earlier sweep's rows of the other methods kept; with `resume`, its points
+    measured the same way too)."""
     config = recipe_config(profile, "grpo")[1]
     task = PROFILES[profile]["task"]
     rows = load_task_data(TASKS[task], validation, limit)
@@ -272,17 +330,17 @@ def sweep(
         results += own
         chosen = next(r for r in own if r["chosen"])
         method_config = recipe_config(profile, method)[1]
-        for key in KEYS.get(method, ()) if key_points else ():
+        for key in keys.get(method, ()) if key_points else ():
             held = held_grid(earlier, method, key, chosen["value"], settings) if resume else []
             if held:  # its points are kept as measured, the one the chosen rate's run shares among them
                 grid_, done = held, {}
             else:
-                centre = chosen["value"] if key == "value_learning_rate" else method_config[key]
+                centre = chosen["value"] if key == "value_learning_rate" else method_config.get(key, 0.0)
                 grid_ = key_grid(centre, key_points)
-                middle = grid_[key_points // 2]
                 # the point at the value the chosen rate trained with is the chosen rate's own run
-                shared = {**chosen, "key": key, "value": middle, "same_run_as": "learning_rate"}
-                done = {middle: shared} if math.isclose(middle, centre) else {}
+                same = next((v for v in grid_ if math.isclose(v, centre)), None)
+                shared = {**chosen, "key": key, "value": same, "same_run_as": "learning_rate"}
+                done = {same: shared} if same is not None else {}
             results += tune(lambda v, m=method, k=key, r=chosen["value"]: point(m, k, v, r), grid_, extend, done)
         save()
 

@@ -14,11 +14,12 @@ from core.runs.metrics import first_last
 from studies.comparison.__main__ import from_scores, main, summary_again, write_report
 from studies.comparison.published import against_published, read_published
 from studies.comparison.readme import PART, filled, write_readme
-from studies.comparison.report import compute_lines, headline_table, tuning_budget
+from studies.comparison.report import compute_lines, headline_table
 from studies.comparison.scores import read_scores
 from studies.comparison.sharpening import sharpening
 from studies.comparison.summary import FROM_SCORES, MEASURED_ONLY_WHEN_TRAINED, same_machine
-from studies.comparison.sweep import key_grid, sweep_plan, tune
+from studies.comparison.sweep import key_grid, sweep_plan, table_seeds, tune
+from studies.comparison.tuning import sweep_summary, tuning_budget
 from studies.comparison.versus import is_claimed, sentence, what_holds
 from studies.comparison.worlds import budget_section, replaced_section, rows_of, said, transfer_table, verdict
 from studies.runner import METHODS, recipe_config, steps_for
@@ -898,3 +899,35 @@ def test_each_sweep_reports_its_tuning_budget_per_method():
     assert "GRPO 3, PPO 8, DPO 8, IPO 6, ORPO 11: not an equal budget." in text
     smol = json.loads((REPO_ROOT / "results" / "compare" / "smol" / "sweep.json").read_text())
     assert set(tuning_budget(smol).values()) == {3}
+
+
+@pytest.mark.slow
+def test_an_equal_budget_sweep_tunes_every_method_on_as_many_configurations_grpo_s_beta_included(tiny_world, tmp_path):
+    """--equal_budget: each method its learning-rate grid, then one key (GRPO's beta, from its config's 0), no grid
+    grown past an edge: GRPO and DPO trained 3 configurations each (2 rates, then the key's point the chosen rate did
+    not already train), and the README's count says equal."""
+    out = tmp_path / "sweep"
+    command = ["--profile", "tiny", "--sweep", "--equal_budget", "--prompts", "8", "--eval_limit", "8"]
+    command += ["--validation_k", "2", "--methods", "grpo", "dpo", "--learning_rates", "1e-4", "5e-4"]
+    command += ["--sweep_seeds", "1", "--key_points", "2", "--load_in_4bit", "false", "--out", str(out)]
+    run_main("studies.comparison", *command)
+    rows = json.loads((out / "sweep.json").read_text())
+    assert tuning_budget(rows) == {"grpo": 3, "dpo": 3}
+    beta = {r["value"]: r for r in rows if (r["method"], r.get("key")) == ("grpo", "beta")}
+    assert sorted(beta) == [0.0, 0.01] and beta[0.0]["same_run_as"] == "learning_rate"
+    assert "same_run_as" not in beta[0.01] and beta[0.01]["seeds"] == [0]
+    assert not any(r.get("key") == "value_learning_rate" for r in rows)
+    assert "GRPO 3, DPO 3 (equal)." in sweep_summary(rows)
+    # the table these seeds tuned starts after them, and refuses to reuse one
+    assert table_seeds(None, 2, [out / "sweep.json"]) == [1, 2]
+
+
+def test_a_table_refuses_seeds_its_sweep_tuned_on(tiny_world, tmp_path):
+    out = tmp_path / "compare"
+    out.mkdir()
+    (out / "sweep.json").write_text(json.dumps([{"method": "grpo", "seeds": [0, 1]}]))
+    with pytest.raises(
+        SystemExit, match=r"--first_seed 1: seed 1 also tuned this table \(sweep.json\).*--first_seed 2"
+    ):
+        run_main("studies.comparison", "--profile", "tiny", "--seeds", "2", "--first_seed", "1", "--out", str(out))
+    assert sorted(p.name for p in out.iterdir()) == ["sweep.json"]  # nothing trained, nothing written

@@ -1,0 +1,58 @@
+"""A sweep in a published table's README: each method's key and value with its validation score, the chosen one,
+and the tuning budget each method had (how many configurations it trained), said equal or not."""
+
+
+def sweep_summary(rows: list[dict]) -> str:
+    """sweep.json in one line per method and key: each value's validation sampled pass@1 (mean over seeds), the
+    chosen one in bold, and whether it sits at the grid's edge (a README holds it to the file).
+
+    >>> rows = [{"method": "dpo", "key": "beta", "value": v, "learning_rate": 1e-4, "validation_sampled_pass1": a,
+    ...          "chosen": c, "at_edge": c, "seeds": [0, 1]} for v, a, c in ((0.1, 0.63, False), (0.3, 0.64, True))]
+    >>> print(sweep_summary(rows))
+    | method | key | validation sampled pass@1 at each value (mean of the seeds) | chosen |
+    |---|---|---|---|
+    | dpo | beta | 0.1: 63.0% / **0.3: 64.0%** | 0.3, at the grid's edge (2 seeds a point) |
+    <BLANKLINE>
+    Configurations trained per method (a point the chosen rate's run shares counted once): DPO 2.
+
+    The tuning budget is said under the table: a method tried on more configurations had more chances to find a good
+    one on validation, so an unequal budget is named as such.
+    """
+    lines = [
+        "| method | key | validation sampled pass@1 at each value (mean of the seeds) | chosen |",
+        "|---|---|---|---|",
+    ]
+    for method, key in dict.fromkeys((r["method"], r.get("key", "learning_rate")) for r in rows):
+        own = [r for r in rows if (r["method"], r.get("key", "learning_rate")) == (method, key)]
+        cells = []
+        for r in own:
+            value = f"{r.get('value', r['learning_rate']):g}: {r['validation_sampled_pass1']:.1%}"
+            cells.append(f"**{value}**" if r["chosen"] else value)
+        chosen = next(r for r in own if r["chosen"])
+        edge = ", at the grid's edge" if chosen.get("at_edge") else ""
+        seeds = len(chosen.get("seeds", [0]))
+        lines.append(
+            f"| {method} | {key} | {' / '.join(cells)} | {chosen.get('value', chosen['learning_rate']):g}{edge} "
+            f"({seeds} seed{'s' if seeds > 1 else ''} a point) |"
+        )
+    tried = tuning_budget(rows)
+    counts = ", ".join(f"{m.upper()} {n}" for m, n in tried.items())
+    equal = "" if len(tried) < 2 else " (equal)" if len(set(tried.values())) == 1 else ": not an equal budget"
+    lines += [
+        "",
+        f"Configurations trained per method (a point the chosen rate's run shares counted once): {counts}{equal}.",
+    ]
+    return "\n".join(lines)
+
+
+def tuning_budget(rows: list[dict]) -> dict:
+    """Per method, how many configurations its sweep trained (each at its seeds): a key's point that is the chosen
+    learning rate's own run (`same_run_as`) is not a second configuration.
+
+    >>> tuning_budget([{"method": "dpo"}, {"method": "dpo", "same_run_as": "learning_rate"}, {"method": "grpo"}])
+    {'dpo': 1, 'grpo': 1}
+    """
+    tried: dict[str, int] = {}
+    for row in rows:
+        tried[row["method"]] = tried.get(row["method"], 0) + (0 if row.get("same_run_as") else 1)
+    return tried
