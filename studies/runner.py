@@ -2,6 +2,7 @@
 imported the libraries once: studies.processes), then every adapter and the starting model on the same held-out (and
 validation) problems."""
 
+import hashlib
 import json
 import math
 import shutil
@@ -337,21 +338,25 @@ def evaluate_all(
     out: Path,
     load_in_4bit: bool = True,
     resume: bool = False,
+    heldout: str | None = None,
 ) -> dict:
     """("base", seed) for every seed the runs have, and every (method, seed) -> greedy and sampled metrics on the
-    held-out set. A seed's models draw their samples under that seed, the base's again under each (so a claim against
-    the base counts the base's sampling noise, as it counts each method's); greedy is scored once per model. Each
-    result is kept as eval_<name>.json; with `resume` a kept one is read instead of scored again when it was scored
-    on the same number of problems, samples and temperature."""
-    rows = load_task_data(TASKS[task], None, limit)
+    held-out set (the task's, or the file `heldout`: problems no run scored before). A seed's models draw their
+    samples under that seed, the base's again under each (so a claim against the base counts the base's sampling
+    noise, as it counts each method's); greedy is scored once per model. Each result is kept as eval_<name>.json; with
+    `resume` a kept one is read instead of scored again when it was scored on the same problems (number, and the
+    file's SHA-256 where one is given), samples and temperature."""
+    rows = load_task_data(TASKS[task], heldout, limit)
+    digest = {"heldout_sha256": hashlib.sha256(Path(heldout).read_bytes()).hexdigest()} if heldout else {}
     results, base_greedy = {}, None
     for seed in sorted({seed for _, seed in runs}):
         for key, adapter in [(("base", seed), None), *((key, a) for key, a in runs.items() if key[1] == seed)]:
             name = f"{key[0]}-seed{key[1]}"
             cached = out / f"eval_{name}.json"
-            asked = {"n": len(rows), "k": k, "temperature": temperature}
+            asked = {"n": len(rows), "k": k, "temperature": temperature, **digest}
             kept = json.loads(cached.read_text()) if resume and cached.is_file() else {}
-            if kept and (out / f"eval_{name}.jsonl").is_file() and all(kept.get(a) == v for a, v in asked.items()):
+            same = all(kept.get(a) == v for a, v in asked.items()) and ("heldout_sha256" in kept) == bool(digest)
+            if kept and (out / f"eval_{name}.jsonl").is_file() and same:
                 results[key], records = kept, None  # completions read below, only for the base's greedy
                 print(f"[compare] {name}: evaluated before, kept ({cached})", flush=True)
             else:

@@ -45,6 +45,7 @@ rewards.png, compute.png; `--sweep` writes sweep.json and sweep.png. Run folders
 """
 
 import argparse
+import hashlib
 import json
 import os
 import platform
@@ -141,6 +142,11 @@ def main(argv=None):
     parser.add_argument("--eval_limit", type=int, help="held-out (and validation) problems (default: the profile's)")
     parser.add_argument("--eval_k", type=int, help="samples per problem for sampled pass@1")
     parser.add_argument("--seeds", type=int, default=5, help="runs per method")
+    parser.add_argument(
+        "--heldout",
+        help="score on this file of held-out problems (the task's format) instead of the task's held-out split: "
+        "problems no run scored before (results/compare/fresh/, results/compare/preregistration.json)",
+    )
     parser.add_argument(
         "--first_seed",
         type=int,
@@ -278,7 +284,9 @@ def main(argv=None):
     precision = precision_flags(in_4bit)
     k = grpo_config.get("num_generations", 8)
     prompts_for = {"ppo": prompts * k} if args.budget == "completions" else None
-    eval_n = len(load_task_data(TASKS[profile["task"]], None, limit))
+    if args.heldout and not Path(args.heldout).is_file():
+        raise SystemExit(f"--heldout {args.heldout}: no such file")
+    eval_n = len(load_task_data(TASKS[profile["task"]], args.heldout, limit))
     same = {
         "profile": args.profile,
         "prompts": prompts,
@@ -288,6 +296,7 @@ def main(argv=None):
         "load_in_4bit": in_4bit,
         "validation_k": args.validation_k,
         "training_digest": training_digest(),
+        "heldout_sha256": hashlib.sha256(Path(args.heldout).read_bytes()).hexdigest() if args.heldout else None,
     }
     borrowed = []
     source = Path(args.same_runs_from) if args.same_runs_from else PUBLISHED / args.profile
@@ -321,7 +330,16 @@ def main(argv=None):
         elapsed.save()
     model_name = grpo_config["model_name_or_path"]
     evals = evaluate_all(
-        model_name, runs, profile["task"], limit, eval_k, temperature, out, load_in_4bit=in_4bit, resume=args.resume
+        model_name,
+        runs,
+        profile["task"],
+        limit,
+        eval_k,
+        temperature,
+        out,
+        load_in_4bit=in_4bit,
+        resume=args.resume,
+        heldout=args.heldout,
     )
     curves = base_validation = None
     if checkpoints:

@@ -483,6 +483,10 @@ def test_what_the_math_readme_reads_from_its_table_holds():
     assert abs(score[219] - score[72.9]) < 0.001 and beta[219]["per_seed"][0] == beta[72.9]["per_seed"][0]
 
 
+# The generated parts every same-prompts table's README opens with, in order.
+HEAD_PARTS = ["provenance", "sweep", "table", "holds", "seeds", "sharpening"]
+
+
 @pytest.mark.parametrize("profile", ["tiny", "tiny-code"])
 def test_a_rerun_readme_is_its_json(profile):
     """A rerun's README (results/compare/<profile>) carries the generated blocks of its own files: where and in how
@@ -491,18 +495,7 @@ def test_a_rerun_readme_is_its_json(profile):
     folder = REPO_ROOT / "results" / "compare" / profile
     readme = (folder / "README.md").read_text()
     names = [m[1] for m in PART.finditer(readme)]
-    assert names == [
-        "provenance",
-        "sweep",
-        "table",
-        "holds",
-        "seeds",
-        "sharpening",
-        "replaced",
-        "compute",
-        "against-base",
-        "versus",
-    ]
+    assert names == [*HEAD_PARTS, "replaced", "compute", "against-base", "versus"]
     assert filled(readme, folder) == readme  # every part is what its files make of it now
     if profile == "tiny":
         main_readme = (REPO_ROOT / "README.md").read_text()
@@ -539,17 +532,7 @@ def test_the_real_models_readme_is_its_json():
     assert settings["profile"] == "smol" and settings["prompts"] == 56 and settings["eval_n"] == 100
     readme = (folder / "README.md").read_text()
     names = [m[1] for m in PART.finditer(readme)]
-    assert names == [
-        "provenance",
-        "sweep",
-        "table",
-        "holds",
-        "seeds",
-        "sharpening",
-        "worlds",
-        "against-base",
-        "versus",
-    ]
+    assert names == [*HEAD_PARTS, "worlds", "against-base", "versus"]
     assert filled(readme, folder) == readme
     scores = read_scores(folder)
     assert sorted(scores) == sorted((m, s) for m in ("base", *METHODS) for s in range(3))
