@@ -6,8 +6,10 @@ import hashlib
 import json
 import subprocess
 
+import pytest
+
 from studies.comparison.fresh import fresh_functions, fresh_sums, used_sums
-from tests.conftest import REPO_ROOT
+from tests.conftest import REPO_ROOT, run_main
 
 PREREGISTRATION = REPO_ROOT / "results" / "compare" / "preregistration.json"
 
@@ -53,3 +55,23 @@ def test_it_was_committed_before_any_result_it_names():
             if added:  # a rerun's files not yet committed are after it by construction
                 first = added[-1]
                 assert first != registered and git("merge-base", "--is-ancestor", registered, first) == "", path
+
+
+@pytest.mark.slow
+def test_a_table_scores_on_the_fresh_file_it_is_given_and_records_its_hash(tiny_world, tmp_path):
+    """--heldout: the base and every run scored on that file's problems (not the world's held-out split), its hash in
+    settings.json and in every kept evaluation, so a resumed table never mixes two sets."""
+    fresh = REPO_ROOT / "results" / "compare" / "fresh" / "tiny.jsonl"
+    out = tmp_path / "fresh"
+    command = ["--profile", "tiny", "--prompts", "8", "--methods", "grpo", "--eval_limit", "6", "--eval_k", "2"]
+    command += ["--seeds", "1", "--load_in_4bit", "false", "--heldout", str(fresh), "--out", str(out)]
+    run_main("studies.comparison", *command)
+    digest = hashlib.sha256(fresh.read_bytes()).hexdigest()
+    assert json.loads((out / "settings.json").read_text())["heldout_sha256"] == digest
+    questions = [r["question"] for r in rows(fresh)[:6]]
+    for name in ("base-seed0", "grpo-seed0"):
+        assert json.loads((out / f"eval_{name}.json").read_text())["heldout_sha256"] == digest
+        records = rows(out / f"eval_{name}.jsonl")
+        assert all(q in str(r["prompt"]) for q, r in zip(questions, records[:6], strict=True)), name  # greedy first
+    with pytest.raises(SystemExit, match="--heldout .*nothing.jsonl: no such file"):
+        run_main("studies.comparison", *command[:-4], "--heldout", str(tmp_path / "nothing.jsonl"), "--out", str(out))
