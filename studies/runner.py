@@ -242,13 +242,15 @@ def train_all(
     pairs_file: Path | None = None,
     prompts_for: dict | None = None,
     resume: bool = False,
+    method_flags: dict | None = None,
 ) -> dict:
     """Train every method once with `seed`, each in its own process; returns (method, seed) -> run folder. With
     `checkpoints`, each run saves its adapter at every 1/checkpoints of its budget (and their times). `flags` go to
-    every recipe, the pairs' sampling included. The preference methods train on `pairs_file`, sampled here from
-    `prompts` prompts when not given; `prompts_for` gives a method other than `prompts` training prompts (the
-    comparison's same-completions budget: PPO on k x the prompts). With `resume`, a run that finished before (its
-    summary.json written) is kept, and so are the pairs it trained on; any other is trained again from the start."""
+    every recipe, the pairs' sampling included; `method_flags` (method -> flags) to that method's recipe only. The
+    preference methods train on `pairs_file`, sampled here from `prompts` prompts when not given; `prompts_for`
+    gives a method other than `prompts` training prompts (the comparison's same-completions budget: PPO on k x the
+    prompts). With `resume`, a run that finished before (its summary.json written) is kept, and so are the pairs it
+    trained on; any other is trained again from the start."""
     runs = {}
     if pairs_file is None and set(PREFERENCE_METHODS) & set(methods):
         kept = out / f"pairs-seed{seed}.jsonl"
@@ -267,7 +269,8 @@ def train_all(
             kept.unlink(missing_ok=True)  # an earlier run's evaluation: never kept for a run trained again
         rate = (learning_rates or {}).get(method)
         count = (prompts_for or {}).get(method, prompts)
-        command, _ = recipe_command(profile, method, run_dir, seed, count, pairs_file, rate, checkpoints, flags)
+        own = (*flags, *(method_flags or {}).get(method, ()))
+        command, _ = recipe_command(profile, method, run_dir, seed, count, pairs_file, rate, checkpoints, own)
         print(f"[compare] training {method} (seed {seed}) ...", flush=True)
         seconds, _ = run(command, out / f"{method}-seed{seed}.log")
         print(f"[compare] {method} (seed {seed}) done in {seconds:.0f} s", flush=True)

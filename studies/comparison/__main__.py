@@ -65,7 +65,7 @@ from studies.comparison.scores import NAME as SCORES
 from studies.comparison.scores import read_scores, score_lines, write_scores
 from studies.comparison.shared_runs import borrow, borrowed_note, same_settings, training_digest
 from studies.comparison.summary import FROM_SCORES, aggregate, same_machine, summarise, with_statistics
-from studies.comparison.sweep import EQUAL_KEYS, KEYS, equal_budget, sweep, sweep_plan, table_seeds
+from studies.comparison.sweep import EQUAL_KEYS, KEYS, chosen_settings, equal_budget, sweep, sweep_plan, table_seeds
 from studies.memory.estimate import estimate_all
 from studies.runner import (
     CHECKPOINTS,
@@ -142,6 +142,12 @@ def main(argv=None):
     parser.add_argument("--eval_limit", type=int, help="held-out (and validation) problems (default: the profile's)")
     parser.add_argument("--eval_k", type=int, help="samples per problem for sampled pass@1")
     parser.add_argument("--seeds", type=int, default=5, help="runs per method")
+    parser.add_argument(
+        "--tuned",
+        action="store_true",
+        help="train each method at the learning rate and keys --out's sweep.json chose (a same-completions table "
+        "without one: --same_runs_from's), the shipped configs unchanged: a pre-registered table's tuning",
+    )
     parser.add_argument(
         "--heldout",
         help="score on this file of held-out problems (the task's format) instead of the task's held-out split: "
@@ -300,6 +306,9 @@ def main(argv=None):
     }
     borrowed = []
     source = Path(args.same_runs_from) if args.same_runs_from else PUBLISHED / args.profile
+    # a same-completions table is tuned by its same-prompts table's sweep, unless it has one of its own
+    tuned_from = source if prompts_for and not (out / "sweep.json").is_file() else out
+    same["tuned"] = tuned = chosen_settings(tuned_from / "sweep.json", args.methods) if args.tuned else None
     # the sweeps that tuned it: its folder's; for a published table, the profile's published one (the configs' rates
     # came from it); for the same-completions budget, the same-prompts table's it borrows runs from
     tuned_by = [out / "sweep.json"]
@@ -326,6 +335,13 @@ def main(argv=None):
             flags=precision,
             prompts_for=prompts_for,
             resume=args.resume,
+            learning_rates={m: t["learning_rate"] for m, t in tuned.items()} if tuned else None,
+            method_flags={
+                m: [a for k, v in t.items() if k != "learning_rate" for a in (f"--{k}", str(v))]
+                for m, t in tuned.items()
+            }
+            if tuned
+            else None,
         )
         elapsed.save()
     model_name = grpo_config["model_name_or_path"]

@@ -20,7 +20,7 @@ RUNNER = REPO / "studies" / "runner.py"
 
 # The settings two comparisons must share for a run of one to be a run of the other.
 SAME = ("profile", "prompts", "eval_k", "eval_n", "temperature", "load_in_4bit", "validation_k", "training_digest")
-SAME += ("heldout_sha256",)  # the same held-out problems (None: the task's own split, as every table before it)
+SAME += ("heldout_sha256", "tuned")  # the same held-out problems, the same tuning (None: as every table before them)
 
 
 def training_digest() -> str:

@@ -84,6 +84,35 @@ def table_seeds(first: int | None, count: int, sweeps: list[Path]) -> list[int]:
     return seeds
 
 
+def chosen_settings(path: Path, methods) -> dict:
+    """method -> {"learning_rate": ..., <key>: ...}: what the sweep in `path` chose for each of `methods` (its chosen
+    row of each key); one line naming the method where the sweep has no chosen learning rate for it.
+
+    >>> import tempfile
+    >>> path = Path(tempfile.mkdtemp()) / "sweep.json"
+    >>> rows = [{"method": "dpo", "key": "learning_rate", "value": 1e-4, "chosen": True},
+    ...         {"method": "dpo", "key": "learning_rate", "value": 5e-4, "chosen": False},
+    ...         {"method": "dpo", "key": "beta", "value": 0.3, "chosen": True}]
+    >>> _ = path.write_text(json.dumps(rows))
+    >>> chosen_settings(path, ["dpo"])
+    {'dpo': {'learning_rate': 0.0001, 'beta': 0.3}}
+    """
+    if not path.is_file():
+        raise SystemExit(f'--tuned: no {path}; make sweep ARGS="--equal_budget --out {path.parent}" writes it')
+    rows = json.loads(path.read_text())
+    chosen = {}
+    for method in methods:
+        own = {
+            r.get("key", "learning_rate"): r.get("value", r.get("learning_rate"))
+            for r in rows
+            if r["method"] == method and r["chosen"]
+        }
+        if "learning_rate" not in own:
+            raise SystemExit(f"--tuned: {path} chose no learning rate for {method}")
+        chosen[method] = {"learning_rate": own.pop("learning_rate"), **own}
+    return chosen
+
+
 def equal_budget(grid: dict, key_points: int) -> int:
     """The configurations each method trains under `--equal_budget`: its learning-rate grid, then its one key's points
     but the one its chosen rate already trained (no grid grows past an edge).

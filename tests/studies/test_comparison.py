@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+import yaml
 
 from core.report.stats import crossed_difference, detectable_difference
 from core.runs.metrics import first_last
@@ -18,7 +19,7 @@ from studies.comparison.report import compute_lines, headline_table
 from studies.comparison.scores import read_scores
 from studies.comparison.sharpening import sharpening
 from studies.comparison.summary import FROM_SCORES, MEASURED_ONLY_WHEN_TRAINED, same_machine
-from studies.comparison.sweep import key_grid, sweep_plan, table_seeds, tune
+from studies.comparison.sweep import chosen_settings, key_grid, sweep_plan, table_seeds, tune
 from studies.comparison.tuning import sweep_summary, tuning_budget
 from studies.comparison.versus import is_claimed, sentence, what_holds
 from studies.comparison.worlds import budget_section, replaced_section, rows_of, said, transfer_table, verdict
@@ -903,6 +904,17 @@ def test_an_equal_budget_sweep_tunes_every_method_on_as_many_configurations_grpo
     assert "GRPO 3, DPO 3 (equal)." in sweep_summary(rows)
     # the table these seeds tuned starts after them, and refuses to reuse one
     assert table_seeds(None, 2, [out / "sweep.json"]) == [1, 2]
+    # --tuned: the table trains each method at what the sweep chose, on seeds after the sweep's
+    chosen = chosen_settings(out / "sweep.json", ["grpo", "dpo"])
+    table = ["--profile", "tiny", "--prompts", "8", "--eval_limit", "6", "--eval_k", "2", "--validation_k", "2"]
+    table += ["--methods", "grpo", "dpo", "--seeds", "1", "--tuned", "--load_in_4bit", "false", "--out", str(out)]
+    run_main("studies.comparison", *table)
+    settings = json.loads((out / "settings.json").read_text())
+    assert settings["tuned"] == chosen and settings["first_seed"] == 1
+    for method in ("grpo", "dpo"):
+        config = yaml.safe_load((out / f"{method}-seed1" / "config.yaml").read_text())
+        assert config["learning_rate"] == chosen[method]["learning_rate"] and config["seed"] == 1, method
+        assert config["beta"] == chosen[method]["beta"], method
 
 
 def test_a_table_refuses_seeds_its_sweep_tuned_on(tiny_world, tmp_path):
