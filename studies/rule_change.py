@@ -14,7 +14,7 @@ import subprocess
 from pathlib import Path
 
 from studies.comparison.inference import METRICS
-from studies.comparison.versus import detectable, is_claimed
+from studies.comparison.versus import detectable, is_claimed, mark
 from studies.comparison.worlds import rows_of, said, verdict
 
 COMPARISONS = ("tiny", "tiny-completions", "tiny-code", "tiny-code-completions", "smol")
@@ -52,7 +52,7 @@ def claim(row: dict) -> str:
     'DPO ~ IPO, could have detected 3.1 points'
     """
     if is_claimed(row):
-        return said(row) + ("*" if row.get("crossed_only") else "")
+        return said(row) + mark(row)
     seen = f", could have detected {detectable(row['detectable'])}" if row.get("detectable") is not None else ""
     return said(row) + seen
 

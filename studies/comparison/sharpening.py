@@ -6,7 +6,7 @@ this family of its own. It was found after the tables were published, so it is m
 to pre-register and test on problems never scored, not a finding yet."""
 
 from core.report.stats import crossed_difference, one_family
-from studies.comparison.versus import adjusted, detectable, points
+from studies.comparison.versus import CROSSED_ONLY, adjusted, detectable, mark, points
 
 PREFERENCE, ONLINE = ("dpo", "ipo", "orpo"), ("grpo", "ppo")
 
@@ -53,8 +53,7 @@ def section(scores: dict) -> str:
     ]
     for r in rows:
         seen = "" if r["detectable"] is None else detectable(r["detectable"])
-        mark = "*" if r.get("crossed_only") else ""
-        claimed = f"yes{mark}" if r["claimed"] else "no"
+        claimed = f"yes{mark(r)}" if r["claimed"] else "no"
         lines.append(
             f"| {r['a']} | {r['b']} | {points(r['mean'], r['ci95'])} | {adjusted(r['p_holm'])} | {claimed} | {seen} |"
         )
@@ -64,6 +63,6 @@ def section(scores: dict) -> str:
     said += "" if wider else " greedy - sampled gap is told apart from an online method's"
     said += f"; the other way round for {', '.join(narrower)}" if narrower else ""
     lines += ["", said + f" ({len({s for _, s in scores})} seeds, post hoc)."]
-    if any(r.get("crossed_only") for r in rows if r["claimed"]):
-        lines += ["", "*: the seeds' own t-test (df = seeds - 1) would not claim it."]
+    if any(mark(r) for r in rows if r["claimed"]):
+        lines += ["", CROSSED_ONLY]
     return "\n".join(lines)

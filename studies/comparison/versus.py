@@ -48,6 +48,19 @@ def mark(row: dict) -> str:
     return "*" if row.get("crossed_only") else ""
 
 
+def seeds_alone(row: dict) -> str:
+    """The seeds' own check beside a claim, in words ('' where the row has none: one seed, or a row from before it).
+
+    >>> seeds_alone({"seed_level": {"df": 2, "p": 0.21}, "crossed_only": True})
+    'the seeds alone, df 2: p 0.210, only under the crossed variance'
+    """
+    check = row.get("seed_level")
+    if check is None:
+        return ""
+    alone = "only under the crossed variance" if row.get("crossed_only") else "holds there too"
+    return f"the seeds alone, df {check['df']}: p {check['p']:.3f}, {alone}"
+
+
 def is_claimed(row: dict) -> bool:
     """Whether a row claims its order: Holm-adjusted p < 0.05, or, in a table from before the rule, an interval that
     excludes zero."""
@@ -85,10 +98,8 @@ def sentence(row: dict) -> str:
             return f"{a} and {b} are not told apart in {metric}: {interval} points includes 0 {where}."
         seen = f"the run could have detected {detectable(row['detectable'])}"
         return f"{a} and {b} are not told apart in {metric}: {interval} points{holm}; {seen} {where}."
-    check = row.get("seed_level")
-    if check is not None:  # beside every claim: the seeds alone
-        alone = "only under the crossed variance" if row.get("crossed_only") else "holds there too"
-        where = where[:-1] + f"; the seeds alone, df {check['df']}: p {check['p']:.3f}, {alone})"
+    if seeds_alone(row):  # beside every claim
+        where = where[:-1] + f"; {seeds_alone(row)})"
     if row["mean"] < 0:
         return f"{b} > {a} in {metric}: {points(row['mean'], row['ci95'], sign=-1)} points{holm} {where}."
     return f"{a} > {b} in {metric}: {points(row['mean'], row['ci95'])} points{holm} {where}."

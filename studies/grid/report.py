@@ -5,7 +5,7 @@ detected), and accuracy against drift as a plot."""
 
 from pathlib import Path
 
-from studies.comparison.versus import adjusted, detectable, points
+from studies.comparison.versus import adjusted, detectable, points, seeds_alone
 
 
 def provenance(settings: dict) -> str:
@@ -126,10 +126,8 @@ def against_reference(summary: dict, metric: str = "sampled") -> list[str]:
         seeds = len({r["seed"] for r in summary["runs"] if r["cell"] == c["cell"]})
         small = abs(row["mean"]) < SMALL_DIFFERENCE and seeds < SEEDS_FOR_SMALL
         caveat = f" (under 3 points on {seeds} seeds: rerun with SEEDS=5 before relying on it)" if small else ""
-        check = row.get("seed_level")  # beside every claim: the seeds alone (absent from studies run before it)
-        if check is not None:
-            alone = "only under the crossed variance" if row.get("crossed_only") else "holds there too"
-            caveat += f"; the seeds alone, df {check['df']}: p {check['p']:.3f}, {alone}"
+        if seeds_alone(row):  # beside every claim (absent from studies run before it)
+            caveat += f"; {seeds_alone(row)}"
         lines.append(f"{c['cell']} {verb} {c['reference_cell']} in {name}: {interval}{caveat}.")
     return lines
 
