@@ -202,7 +202,9 @@ def tune(measure, values: list[float], rounds: int, done: dict | None = None) ->
     return [done[value] for value in sorted(done)]
 
 
-def held_grid(earlier: list[dict], method: str, key: str, rate: float, settings: dict) -> list[float]:
+def held_grid(
+    earlier: list[dict], method: str, key: str, rate: float, settings: dict, machine: dict | None = None
+) -> list[float]:
     """The values of `key` an earlier sweep.json measured for `method` at the learning rate `rate`, the way this
     sweep would (a resumed sweep goes on from them: once the config has taken the chosen value, that value is no
     longer the grid's centre, and the rate's runs trained with the config's value of then).
@@ -214,7 +216,9 @@ def held_grid(earlier: list[dict], method: str, key: str, rate: float, settings:
     ([0.1, 0.3], [])
     """
     return sorted(
-        r["value"] for r in earlier if r.get("key") == key and same_point(r, method, key, r["value"], rate, settings)
+        r["value"]
+        for r in earlier
+        if r.get("key") == key and same_point(r, method, key, r["value"], rate, settings, machine)
     )
 
 
@@ -236,10 +240,26 @@ def aggregated(method: str, key: str, value: float, rate: float, runs: list[dict
     }
 
 
-def same_point(row: dict, method: str, key: str, value: float, rate: float, settings: dict) -> bool:
-    """Whether an earlier sweep.json row measured this point the way this sweep would."""
+def same_point(
+    row: dict, method: str, key: str, value: float, rate: float, settings: dict, machine: dict | None = None
+) -> bool:
+    """Whether an earlier sweep.json row measured this point the way this sweep would: with `machine` (`cpu()`), on
+    the same CPU class too, since the tiny worlds train differently on each (a sweep resumed on another class measures
+    its points again rather than mix classes in one choice).
+
+    >>> row = {"method": "dpo", "key": "beta", "value": 0.1, "learning_rate": 1e-4, "seeds": [0, 1]}
+    >>> row["measured"] = {"commit": "abc", "cpu": "AMD EPYC", "kernel_flags": ["avx2"]}
+    >>> avx2, avx512 = {"cpu": "AMD EPYC", "kernel_flags": ["avx2"]}, {"cpu": "AMD EPYC", "kernel_flags": ["avx512f"]}
+    >>> [same_point(row, "dpo", "beta", 0.1, 1e-4, {"seeds": [0, 1]}, where) for where in (avx2, avx512)]
+    [True, False]
+    """
     where = (row["method"], row.get("key"), row.get("value"), row.get("learning_rate"))
-    return where == (method, key, value, rate) and all(row.get(name) == v for name, v in settings.items())
+    same_class = machine is None or all(
+        row.get("measured", {}).get(name) == machine[name] for name in ("cpu", "kernel_flags")
+    )
+    return (
+        where == (method, key, value, rate) and same_class and all(row.get(name) == v for name, v in settings.items())
+    )
 
 
 def sweep(
@@ -264,7 +284,8 @@ def sweep(
     config = recipe_config(profile, "grpo")[1]
     task = PROFILES[profile]["task"]
     rows = load_task_data(TASKS[task], validation, limit)
-    measured = {"commit": commit(), **cpu()}  # rows of several sweeps can sit in one file: each says where it ran
+    machine = cpu()
+    measured = {"commit": commit(), **machine}  # rows of several sweeps can sit in one file: each says where it ran
     flags = precision_flags(load_in_4bit)
     folder = out / "sweep"
     folder.mkdir(parents=True, exist_ok=True)
@@ -288,7 +309,7 @@ def sweep(
         return pairs[seed]
 
     def point(method: str, key: str, value: float, rate: float) -> dict:
-        before = [r for r in earlier if same_point(r, method, key, value, rate, settings)] if resume else []
+        before = [r for r in earlier if same_point(r, method, key, value, rate, settings, machine)] if resume else []
         if before:
             print(f"[sweep] {method} {key} {value:g}: measured before, kept", flush=True)
             progress.append({name: v for name, v in before[0].items() if name not in ("chosen", "at_edge")})
@@ -360,7 +381,7 @@ def sweep(
         chosen = next(r for r in own if r["chosen"])
         method_config = recipe_config(profile, method)[1]
         for key in keys.get(method, ()) if key_points else ():
-            held = held_grid(earlier, method, key, chosen["value"], settings) if resume else []
+            held = held_grid(earlier, method, key, chosen["value"], settings, machine) if resume else []
             if held:  # its points are kept as measured, the one the chosen rate's run shares among them
                 grid_, done = held, {}
             else:
