@@ -8,7 +8,7 @@ Usage:
 
 Writes TRL's conversational preference format (`prompt`, `chosen`, `rejected` as message lists) plus
 `score_chosen`, `score_rejected` and the prompt's gold columns, as JSONL or Parquet (by the output's suffix), and
-beside it `<name>.cost.json`: the prompts, completions and completion tokens the pairs' sampling took.
+beside it `<name>.cost.json`: the prompts, completions, completion tokens and CPU seconds the pairs' sampling took.
 """
 
 import json
@@ -27,6 +27,7 @@ from core.inputs.models import check_adapter, check_model, load_model, with_adap
 from core.inputs.prompts import prepare_prompts
 from core.inputs.rewards import resolve_rewards
 from core.runs.storage import write_text_whole, write_whole
+from core.runs.timing import cpu_seconds
 from core.runs.tokens import TokenCount
 from rewards import weighted_sum
 
@@ -102,6 +103,7 @@ def main(args: PairsArguments, model_args: ModelConfig, sources: Sources = Sourc
     model = with_adapter(load_model(model_args), args.adapter)
 
     # ----- sample and score -----
+    cpu_at_start = cpu_seconds()  # the sampling's own CPU seconds, as training counts its own (no imports, no load)
     prompts, tokens = dataset["messages"], TokenCount()
     samples = generate(
         model,
@@ -155,6 +157,7 @@ def main(args: PairsArguments, model_args: ModelConfig, sources: Sources = Sourc
         "prompts": len(prompts),
         "samples": args.num_samples,
         "completions_generated": len(prompts) * args.num_samples,
+        "sampling_cpu_seconds": cpu_seconds() - cpu_at_start,
     }
     write_text_whole(pairs_cost(out), json.dumps({**sampled, "tokens_generated": tokens.generated}, indent=2) + "\n")
     after = f" after the first {args.skip_prompts}" if args.skip_prompts else ""

@@ -86,17 +86,17 @@ def read_jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.is_file() else []
 
 
-def rollback_records(folder: Path, step: int) -> float:
+def rollback_records(folder: Path, step: int) -> tuple[float, float]:
     """Cuts metrics.jsonl and checkpoints.jsonl back to `step` (a resume redoes what came after, so nothing is
-    logged twice); returns the training seconds spent up to that checkpoint."""
+    logged twice); returns the training seconds and CPU seconds spent up to that checkpoint (0 for CPU seconds a
+    checkpoint recorded before they were counted)."""
     for name in ("metrics.jsonl", "checkpoints.jsonl"):
         rows = read_jsonl(folder / name)
         kept = [row for row in rows if row.get("step", 0) <= step]
         if len(kept) < len(rows):
             (folder / name).write_text("".join(json.dumps(row) + "\n" for row in kept))
-    return max(
-        (row["train_seconds"] for row in read_jsonl(folder / "checkpoints.jsonl") if row["step"] == step), default=0.0
-    )
+    at = [row for row in read_jsonl(folder / "checkpoints.jsonl") if row["step"] == step]
+    return (at[-1]["train_seconds"], at[-1].get("cpu_seconds", 0.0)) if at else (0.0, 0.0)
 
 
 class RunFolder:
@@ -117,6 +117,10 @@ class RunFolder:
     @property
     def train_seconds_before(self) -> float:
         return self.record.get("train_seconds_before", 0.0)
+
+    @property
+    def cpu_seconds_before(self) -> float:
+        return self.record.get("cpu_seconds_before", 0.0)
 
     def wrote(self, checkpoint: str) -> bool:
         """Whether `checkpoint` (checkpoint-N) is one this run wrote (a resumed run may save a step again)."""
@@ -171,13 +175,14 @@ def resolve_run_dir(method: str, script_args, training_args, model_args=None) ->
     record = json.loads((folder / RECORD).read_text()) if own and (folder / RECORD).is_file() else {}
     if own:
         step = step_of(Path(resume))
-        seconds = rollback_records(folder, step) if is_main_process() else 0.0
+        seconds, cpu = rollback_records(folder, step) if is_main_process() else (0.0, 0.0)
         for stale in folder.glob(".saving-*"):  # a save this run did not finish
             shutil.rmtree(stale, ignore_errors=True)
         owned = record.get("checkpoints", [p.name for p in complete_checkpoints(folder)])
         record |= {
             "checkpoints": [c for c in owned if step_of(Path(c)) <= step],
             "train_seconds_before": seconds,
+            "cpu_seconds_before": cpu,
             "resumed_from": resume,
         }
     else:

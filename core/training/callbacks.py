@@ -142,7 +142,7 @@ class CostMeter(TrainerCallback):
     parameters, the number of 4-bit base models held (PPO's critic is a second one), the time spent in each reward,
     the training seconds split into generation, rewards, held-out evaluation and forward/backward (`time_split`),
     and with `measure_tensors` the live tensor bytes (core.training.memory_meter). checkpoints.jsonl: when each
-    checkpoint was taken, in training seconds (accuracy against compute in the comparison)."""
+    checkpoint was taken, in training seconds and training CPU seconds (accuracy against compute in the comparison)."""
 
     def __init__(self, run: RunFolder, ledger: RewardLedger, measure_tensors: bool = False):
         self.run, self.ledger, self.phases, self.measure_tensors = run, ledger, run.phases, measure_tensors
@@ -189,7 +189,11 @@ class CostMeter(TrainerCallback):
     def on_save(self, args, state, control, **kwargs):
         if state.is_world_process_zero:
             with writing("checkpoints.jsonl", self.output_dir), open(self.output_dir / "checkpoints.jsonl", "a") as fh:
-                fh.write(json.dumps({"step": state.global_step, "train_seconds": time.time() - self.start}) + "\n")
+                # CPU seconds of training (a resumed run's before it resumed included): the comparison's rows at
+                # matched compute pick checkpoints by them
+                cpu = self.run.cpu_seconds_before + cpu_seconds() - self.cpu_at_start
+                row = {"step": state.global_step, "train_seconds": time.time() - self.start, "cpu_seconds": cpu}
+                fh.write(json.dumps(row) + "\n")
             self.run.record_checkpoint(f"checkpoint-{state.global_step}")
 
     def on_train_end(self, args, state, control, **kwargs):

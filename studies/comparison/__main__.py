@@ -32,16 +32,19 @@ methods, both metrics) is the seeds x problems interval, and together they are o
 difference is claimed only where its adjusted p is below 0.05, and one that is not gives the smallest difference the
 run could have detected (80% power).
 Accuracy against compute: each run saves its adapter at every quarter of its budget; each checkpoint is scored on
-the validation split (sampled pass@1) against the training seconds and samples it had used. Learning rates are
-chosen by `--sweep` on the validation split, never on the held-out test.
+the validation split (sampled pass@1) against the training seconds and samples it had used. At matched compute
+(studies.comparison.matched): GRPO, PPO and DPO each read on the held-out problems at its last checkpoint within the
+CPU seconds the cheapest of them spent on a whole run. Learning rates are chosen by `--sweep` on the validation
+split, never on the held-out test.
 
 Writes results/compare/<profile>/: per_problem.jsonl (method, seed, problem, greedy score, sampled passes),
 summary.json ({"methods": one aggregate per method and `base`, "against_base" and "versus": the family's rows,
 "runs": one record per (method, seed)}; `--report` computes it again from per_problem.jsonl), settings.json
 (machine, CPU and its kernel flags, commit, code digest, versions, budget), summary.md, memory.png, accuracy.png,
-rewards.png, compute.png; `--sweep` writes sweep.json and sweep.png. Run folders and evaluation samples
-(eval_<method>-seed<k>.jsonl) stay beside them, unpublished. Last, it prints itself against the table it replaced
-(studies.comparison.published): each method's difference and whether it lies within the published interval.
+rewards.png, compute.png, matched.json and matched_per_problem.jsonl; `--sweep` writes sweep.json and sweep.png.
+Run folders and evaluation samples (eval_<method>-seed<k>.jsonl) stay beside them, unpublished. Last, it prints
+itself against the table it replaced (studies.comparison.published): each method's difference and whether it lies
+within the published interval.
 """
 
 import argparse
@@ -57,14 +60,14 @@ from core.evaluation.benchmarks import TASKS, load_task_data
 from core.runs.folder import library_versions
 from core.runs.provenance import REPO, code_digest, commit, cpu
 from core.runs.timing import Elapsed
-from studies.comparison.inference import infer
+from studies.comparison import matched
 from studies.comparison.published import against_published, read_published
 from studies.comparison.readme import rewrite_readmes
 from studies.comparison.report import plot, write_markdown
 from studies.comparison.scores import NAME as SCORES
 from studies.comparison.scores import read_scores, score_lines, write_scores
 from studies.comparison.shared_runs import borrow, borrowed_note, same_settings, training_digest
-from studies.comparison.summary import FROM_SCORES, aggregate, same_machine, summarise, with_statistics
+from studies.comparison.summary import from_scores, same_machine, summarise, summary_again
 from studies.comparison.sweep import EQUAL_KEYS, KEYS, chosen_settings, equal_budget, sweep, sweep_plan, table_seeds
 from studies.memory.estimate import estimate_all
 from studies.runner import (
@@ -91,34 +94,6 @@ BUDGETS = {
     "completions": "same completions: every method samples k x the prompts' completions (PPO over k x the prompts, "
     "one each; GRPO k of each prompt; DPO/IPO/ORPO pairs from k samples of each)",
 }
-
-
-def from_scores(
-    records: list[dict], scores: dict, methods: list[str], base_validation: float | None, budget: str = "prompts"
-) -> dict:
-    """summary.json's content: the runs' measured records and every statistic, computed from the per-problem scores
-    (the same function after a run and for --report)."""
-    inference = infer(scores, methods)
-    records = with_statistics(records, scores)
-    return {
-        "budget": budget,
-        "rule": inference["rule"],
-        "family_size": inference["family_size"],
-        "methods": aggregate(records, inference),
-        "against_base": inference["against_base"],
-        "versus": inference["versus"],
-        "runs": records,
-        "base_validation_sampled_pass1": base_validation,
-    }
-
-
-def summary_again(summary: dict, settings: dict, out: Path) -> dict:
-    """A published summary.json computed again (--report): every statistic from `out`'s per-problem scores, the
-    runs' measured costs as recorded."""
-    measured = [{k: v for k, v in r.items() if k not in FROM_SCORES} for r in summary["runs"]]
-    return from_scores(
-        measured, read_scores(out), settings["methods"], summary["base_validation_sampled_pass1"], summary["budget"]
-    )
 
 
 def write_report(summary: dict, settings: dict, estimates: dict, out: Path) -> None:
@@ -386,7 +361,11 @@ def main(argv=None):
     write_scores(out, score_lines(evals, eval_k))
     records = summarise(runs, evals, estimates, curves)
     same_machine(records)
-    summary = from_scores(records, read_scores(out), args.methods, base_validation, args.budget)
+    if checkpoints:  # held-out accuracy at matched CPU seconds, from the checkpoints
+        rows = load_task_data(TASKS[profile["task"]], args.heldout, limit)
+        scoring = (model_name, profile["task"], rows, eval_k, temperature, out, in_4bit, args.resume, args.heldout)
+        matched.score(runs, evals, *scoring)
+    summary = from_scores(records, read_scores(out), args.methods, base_validation, args.budget, out)
     measure = next((r["memory_measure"] for r in records if "memory_measure" in r), "n/a")
     settings = {
         **same,

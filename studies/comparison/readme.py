@@ -9,6 +9,7 @@ Parts, from the folder's summary.json and settings.json unless said:
     seeds          each run's sampled and greedy accuracy, the median, the runs below their seed's base
     sharpening     per_problem.jsonl: preference against online methods' greedy - sampled gaps (post hoc)
     compute        accuracy against compute, in words
+    matched        held-out accuracy of GRPO, PPO and DPO at matched CPU seconds (studies.comparison.matched)
     against-base, versus   every difference of the family, with its Holm p
     replaced       `<!-- generated: replaced (commit 172e0fb) -->`: each claim of replaced.json (the table this one
                    replaced, measured where the parenthesis says) against this one
@@ -22,6 +23,7 @@ import re
 from pathlib import Path
 
 from core.runs.provenance import REPO
+from studies.comparison.matched import section as matched_section
 from studies.comparison.report import compute_lines, headline_table, provenance, seeds_table
 from studies.comparison.scores import read_scores
 from studies.comparison.sharpening import section as sharpening_section
@@ -57,6 +59,10 @@ def part(name: str, argument: str | None, folder: Path, summary: dict) -> str:
         return sharpening_section(read_scores(folder))
     if name == "compute":
         return "\n".join(compute_lines(summary))
+    if name == "matched":
+        if "matched" not in summary:
+            raise SystemExit(f"README part 'matched' in {folder}: its summary.json has no rows at matched compute")
+        return matched_section(summary["matched"])
     if name == "against-base":
         return "\n".join(markdown(summary["against_base"], "## Against the base"))
     if name == "versus":

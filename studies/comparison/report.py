@@ -5,6 +5,7 @@ import statistics
 from pathlib import Path
 
 from core.report.plots import rolling_mean
+from studies.comparison.matched import section as matched_section
 from studies.comparison.versus import markdown, what_holds
 from studies.comparison.worlds import transfer_table
 from studies.runner import SCRIPT
@@ -229,6 +230,7 @@ def write_markdown(
         lines += ["", *transfer_table(checks[1], summary, checks[0], settings["profile"])]
     compute = compute_lines(summary)
     lines += ["", "## Accuracy against compute", "", *compute] if compute else []
+    lines += ["", matched_section(summary["matched"])] if summary.get("matched") else []
     if summary.get("against_base"):
         lines += ["", *markdown(summary["against_base"], "## Against the base")]
     lines += ["", *markdown(summary["versus"])] if summary.get("versus") else []

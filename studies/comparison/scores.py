@@ -31,16 +31,16 @@ def score_lines(evals: dict, k: int) -> list[dict]:
     return lines
 
 
-def write_scores(out: Path, lines: list[dict]) -> Path:
-    path = out / NAME
+def write_scores(out: Path, lines: list[dict], name: str = NAME) -> Path:
+    path = out / name
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))
     return path
 
 
-def read_scores(out: Path) -> dict:
+def read_scores(out: Path, name: str = NAME) -> dict:
     """(method, seed) -> {"greedy": [...], "sampled": [pass@1 per problem], "samples": k}, problems in order; one
     line naming the file and line when a record is incomplete."""
-    path = out / NAME
+    path = out / name
     if not path.is_file():
         raise SystemExit(f"{path}: missing; the comparison's per-problem scores are written by make compare")
     scores = {}

@@ -9,8 +9,10 @@ import yaml
 from core.inputs.data import pairs_cost
 from core.report.stats import over_seeds
 from core.runs.metrics import REWARD_KEYS, first_last, reward_curve
-from studies.comparison.inference import difference
+from studies.comparison import matched
+from studies.comparison.inference import difference, infer
 from studies.comparison.inference import shares as infer_shares
+from studies.comparison.scores import read_scores
 from studies.runner import PREFERENCE_METHODS, SCRIPT, completions_generated, samples_per_step
 
 CLIPPED_FLAG = 0.05  # a method whose held-out completions hit the length limit more often than this is flagged
@@ -56,6 +58,8 @@ def summarise(runs: dict, evals: dict, estimates: dict | None, curves: dict | No
             json.loads(pairs_cost(Path(config["dataset_name"])).read_text()) if method in PREFERENCE_METHODS else None
         )
         training_cpu = cost.get("cpu_seconds_training")
+        # the pairs' sampling's own CPU seconds (as training's: no imports, no model load), else its whole process's
+        pair_cpu = pairs.get("sampling_cpu_seconds", pairs["cpu_seconds"]) if pairs else None
         record |= {
             # where it ran: a rerun spread over sessions must not mix CPU classes in one table (`same_machine`)
             "commit": versions.get("commit"),
@@ -70,9 +74,9 @@ def summarise(runs: dict, evals: dict, estimates: dict | None, curves: dict | No
             "tokens_generated": tokens_generated(method, cost, pairs),
             "tokens_trained": (cost.get("tokens") or {}).get("trained"),
             "cpu_seconds_training": training_cpu,
-            "pair_sampling_cpu_seconds": pairs["cpu_seconds"] if pairs else None,
+            "pair_sampling_cpu_seconds": pair_cpu,
             "pair_sampling_seconds": pairs["wall_seconds"] if pairs else None,
-            "cpu_seconds": None if training_cpu is None else training_cpu + (pairs["cpu_seconds"] if pairs else 0.0),
+            "cpu_seconds": None if training_cpu is None else training_cpu + (pair_cpu or 0.0),
             "peak_memory_mb": cost["peak_memory_mb"],
             "memory_measure": cost["measure"],
             "runtime_memory_mb": cost.get("rss_before_model_mb"),
@@ -281,3 +285,43 @@ def samples_trained(method: str, run_dir: Path, steps: int) -> int:
             else per_step * steps
         )
     return per_step * steps
+
+
+def from_scores(
+    records: list[dict],
+    scores: dict,
+    methods: list[str],
+    base_validation: float | None,
+    budget: str = "prompts",
+    out: Path | None = None,
+) -> dict:
+    """summary.json's content: the runs' measured records and every statistic, computed from the per-problem scores
+    (the same function after a run and for --report); with `out`, the rows at matched compute its files hold."""
+    inference = infer(scores, methods)
+    records = with_statistics(records, scores)
+    summary = {
+        "budget": budget,
+        "rule": inference["rule"],
+        "family_size": inference["family_size"],
+        "methods": aggregate(records, inference),
+        "against_base": inference["against_base"],
+        "versus": inference["versus"],
+        "runs": records,
+        "base_validation_sampled_pass1": base_validation,
+    }
+    at_budget = matched.read(out, scores) if out else None
+    return summary | ({"matched": at_budget} if at_budget else {})
+
+
+def summary_again(summary: dict, settings: dict, out: Path) -> dict:
+    """A published summary.json computed again (--report): every statistic from `out`'s per-problem scores, the
+    runs' measured costs as recorded."""
+    measured = [{k: v for k, v in r.items() if k not in FROM_SCORES} for r in summary["runs"]]
+    return from_scores(
+        measured,
+        read_scores(out),
+        settings["methods"],
+        summary["base_validation_sampled_pass1"],
+        summary["budget"],
+        out,
+    )

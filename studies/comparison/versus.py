@@ -105,8 +105,12 @@ def sentence(row: dict) -> str:
     return f"{a} > {b} in {metric}: {points(row['mean'], row['ci95'])} points{holm} {where}."
 
 
-def markdown(rows: list[dict], title: str = "## Method against method") -> list[str]:
-    """The table (A - B, both metrics) and, under it, one generated sentence per pair for the headline metric."""
+FAMILY = "the comparison's family (against the base and method against method, both metrics)"
+
+
+def markdown(rows: list[dict], title: str = "## Method against method", family: str = FAMILY) -> list[str]:
+    """The table (A - B, both metrics) and, under it, one generated sentence per pair for the headline metric;
+    `family`: the rows' Holm family, in words."""
     if not rows:
         return []
     corrected = "p_holm" in rows[0]
@@ -117,8 +121,8 @@ def markdown(rows: list[dict], title: str = "## Method against method") -> list[
         "problems' variance (two-way random effects, Satterthwaite degrees of freedom; one seed: a paired "
         "t-interval over problems)"
         + (
-            ". 'claimed': Holm-adjusted p < 0.05 over the comparison's family (against the base and method against "
-            "method, both metrics); 'detectable': the smallest difference the run could have detected (80% power)."
+            f". 'claimed': Holm-adjusted p < 0.05 over {family}; 'detectable': the smallest difference the run "
+            "could have detected (80% power)."
             if corrected
             else "."
         ),

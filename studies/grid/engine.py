@@ -2,8 +2,9 @@
 from the same start on the same prompts with the comparison's budget, scored on the same held-out problems (greedy
 accuracy and sampled pass@1 in the precision trained in, studies.runner.evaluate), with the drift and the
 checks each run measured on itself (held-out evaluation at its start and end); every cell against its group's reference
-cell on the same problems under the same seeds (core.report.stats.crossed_difference). Writes summary.json and
-settings.json (commit, code digest, CPU); the study writes its README from them.
+cell on the same problems under the same seeds (core.report.stats.crossed_difference). Writes summary.json,
+settings.json (commit, code digest, CPU) and per_problem.jsonl (every score behind them, the comparison's format:
+--report computes each difference again from it); the study writes its README from them.
 
 A cell's flags are the recipe's own command-line flags, so a cell is a command a user can run:
 `python -m recipes.grpo --config recipes/configs/tiny/grpo.yaml --beta 0.04`.
@@ -24,6 +25,8 @@ from core.report.stats import crossed_difference, one_family, over_seeds, share_
 from core.runs.folder import library_versions
 from core.runs.metrics import numbers_of, read_metrics
 from core.runs.provenance import code_digest, commit, cpu
+from studies.comparison.scores import NAME as SCORES
+from studies.comparison.scores import read_scores, score_lines, write_scores
 from studies.runner import (
     PREFERENCE_METHODS,
     PROFILES,
@@ -231,6 +234,8 @@ def run_grid(
             f"{metrics['sampled']:.3f}",
             flush=True,
         )
+    # every score behind the study's numbers, in the comparison's format (the base scored once, as seed 0)
+    write_scores(out, score_lines({("base", 0): base} | scores, eval_k))
     summary = {
         "study": study,
         "base": {"sampled_pass1": base["sampled"], "greedy_accuracy": base["greedy"]},
@@ -338,6 +343,25 @@ def aggregate(cell: Cell, records: list[dict], scores: dict, seeds: int) -> dict
     return entry
 
 
+def differences_from_scores(cells: list[dict], scores: dict) -> list[dict]:
+    """Each compared cell's difference from its reference computed again from per_problem.jsonl (`read_scores`),
+    as `aggregate` computed it when the study ran."""
+    again = []
+    for cell in cells:
+        cell = dict(cell)
+        if cell.get("reference_cell") and not cell.get("reference"):
+            seeds = sorted(seed for name, seed in scores if name == cell["cell"])
+            for metric in ("sampled", "greedy"):
+                difference = crossed_difference(
+                    [scores[(cell["cell"], s)][metric] for s in seeds],
+                    [scores[(cell["reference_cell"], s)][metric] for s in seeds],
+                )
+                low, high = difference["ci95"]
+                cell[f"{metric}_vs_reference"] = difference | {"excludes_zero": low > 0 or high < 0}
+        again.append(cell)
+    return again
+
+
 def study_arguments(doc: str, seeds: int = 3) -> argparse.ArgumentParser:
     """Every study's command line: the profile, seeds, the held-out budget, a subset of cells, the output folder,
     and --report (rewrite the README and plots from the JSON, without training)."""
@@ -392,6 +416,8 @@ def run_study(
     named on the command line (all without names) at its budgets; `extra()` gives the study's own summary keys."""
     if args.report:  # the published JSON under the rules, rewritten
         summary, settings = read_results(out)
+        if (out / SCORES).is_file():  # each difference again from the scores (before they were kept: as stored)
+            summary = summary | {"cells": differences_from_scores(summary["cells"], read_scores(out))}
         summary = under_the_rules(summary, settings)
         (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
         return summary, settings

@@ -81,6 +81,10 @@ def test_kill_after_a_logged_step_then_resume_logs_each_step_once(tiny_pairs, tm
     checkpoints = [json.loads(line) for line in (run / "checkpoints.jsonl").read_text().splitlines()]
     assert [c["step"] for c in checkpoints] == [2, 4, 6]
     assert checkpoints[-1]["train_seconds"] >= checkpoints[0]["train_seconds"]  # seconds go on counting
+    # CPU seconds too: the resumed process adds its own to the first one's at step 2 (it redid steps 3-4 too)
+    assert 0 < checkpoints[0]["cpu_seconds"] < checkpoints[1]["cpu_seconds"] < checkpoints[2]["cpu_seconds"]
+    record = json.loads((run / "run.json").read_text())
+    assert record["cpu_seconds_before"] == checkpoints[0]["cpu_seconds"]
     cost = json.loads((run / "cost.json").read_text())
     assert cost["train_seconds"] >= checkpoints[-1]["train_seconds"] * 0.99
     summary = json.loads((run / "summary.json").read_text())

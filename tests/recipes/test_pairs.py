@@ -42,6 +42,7 @@ def test_parquet_output_and_bad_output_name(tiny_world, tmp_path):
         "completions_generated": 32,
     }
     assert 32 < sampled["tokens_generated"] <= 32 * pairs.PairsArguments.max_new_tokens
+    assert sampled["sampling_cpu_seconds"] > 0  # the sampling's own, what DPO's compute counts (matched compute)
     with pytest.raises(SystemExit, match="use a .jsonl or .parquet"):
         run_recipe(pairs, "recipes/configs/tiny/pairs.yaml", "--output", str(tmp_path / "pairs.csv"))
 

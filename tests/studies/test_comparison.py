@@ -12,13 +12,20 @@ import yaml
 
 from core.report.stats import crossed_difference, detectable_difference
 from core.runs.metrics import first_last
-from studies.comparison.__main__ import from_scores, main, summary_again, write_report
+from studies.comparison import matched
+from studies.comparison.__main__ import main, write_report
 from studies.comparison.published import against_published, read_published
 from studies.comparison.readme import PART, filled, write_readme
 from studies.comparison.report import compute_lines, headline_table
 from studies.comparison.scores import read_scores
 from studies.comparison.sharpening import sharpening
-from studies.comparison.summary import FROM_SCORES, MEASURED_ONLY_WHEN_TRAINED, same_machine
+from studies.comparison.summary import (
+    FROM_SCORES,
+    MEASURED_ONLY_WHEN_TRAINED,
+    from_scores,
+    same_machine,
+    summary_again,
+)
 from studies.comparison.sweep import chosen_settings, key_grid, sweep_plan, table_seeds, tune
 from studies.comparison.tuning import sweep_summary, tuning_budget
 from studies.comparison.versus import is_claimed, sentence, what_holds
@@ -926,3 +933,46 @@ def test_a_table_refuses_seeds_its_sweep_tuned_on(tiny_world, tmp_path):
     ):
         run_main("studies.comparison", "--profile", "tiny", "--seeds", "2", "--first_seed", "1", "--out", str(out))
     assert sorted(p.name for p in out.iterdir()) == ["sweep.json"]  # nothing trained, nothing written
+
+
+@pytest.mark.slow
+def test_rows_at_matched_compute_read_each_run_at_its_last_checkpoint_within_the_cheapest_run(compare_results):
+    chosen = json.loads((compare_results / matched.CHOICES).read_text())
+    summary = json.loads((compare_results / "summary.json").read_text())
+    runs = {(r["method"], r["seed"]): r for r in summary["runs"]}
+    # the budget: the most the cheapest of GRPO, PPO and DPO spent on a whole run, DPO's pair sampling counted
+    whole = {m: runs[m, 0]["cpu_seconds"] for m in matched.MATCHED}
+    assert chosen["cheapest"] == min(whole, key=whole.get)
+    assert chosen["cpu_seconds"] == pytest.approx(whole[chosen["cheapest"]])
+    for row in chosen["runs"]:
+        folder = compare_results / f"{row['method']}-seed{row['seed']}"
+        pairs = runs[row["method"], 0]["pair_sampling_cpu_seconds"] or 0.0
+        saved = [json.loads(line) for line in (folder / "checkpoints.jsonl").read_text().splitlines()]
+        # every checkpoint's CPU seconds rise to the run's own, and the chosen one is the last within the budget
+        spent = [pairs + s["cpu_seconds"] for s in saved if s["step"] < runs[row["method"], 0]["train_steps"]]
+        spent.append(runs[row["method"], 0]["cpu_seconds"])
+        assert spent == sorted(spent) and spent[-1] == pytest.approx(row["run_cpu_seconds"])
+        within = [s for s in spent if s <= chosen["cpu_seconds"]]
+        assert row["cpu_seconds"] == (within[-1] if within else None)
+        if row["method"] == chosen["cheapest"]:
+            assert row["checkpoint"] == "." and row["step"] == row["of_steps"]
+    # the chosen models' per-problem scores: a checkpoint's own evaluation, a finished run's the table's
+    scores = read_scores(compare_results, matched.SCORES)
+    table = read_scores(compare_results)
+    for row in chosen["runs"]:
+        key = (row["method"], row["seed"])
+        if row["checkpoint"] == ".":
+            assert scores[key] == table[key]
+        elif row["checkpoint"] is None:
+            assert scores[key]["greedy"] == table["base", row["seed"]]["greedy"]
+        else:
+            kept = json.loads((compare_results / f"eval_matched_{key[0]}-seed{key[1]}.json").read_text())
+            assert kept["step"] == row["step"] and scores[key]["greedy"] == kept["greedy_per_problem"]
+    # summary.json's part is computed from those files, and the README part says it
+    again = matched.read(compare_results, table)
+    assert summary["matched"] == json.loads(json.dumps(again))
+    assert summary["matched"]["family_size"] == 12  # three against the base and three pairs, both metrics
+    text = matched.section(summary["matched"])
+    assert (
+        f"at {chosen['cpu_seconds']:.0f} CPU seconds" in text and text in (compare_results / "summary.md").read_text()
+    )

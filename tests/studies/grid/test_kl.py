@@ -58,6 +58,19 @@ def test_a_tiny_study_trains_each_coefficient_and_generates_its_readme(tiny_worl
     readme = (out / "README.md").read_text()
     assert table(summary) in readme and all(line in readme for line in answer(summary))
     assert readme == kl_readme(summary, settings)
+    # every score behind it is published, and --report computes each difference again from them
+    lines = [json.loads(line) for line in (out / "per_problem.jsonl").read_text().splitlines()]
+    assert {(line["method"], line["seed"]) for line in lines} == {("base", 0)} | {(c, 0) for c in SMALL}
+    assert len(lines) == 12 * (len(SMALL) + 1)
     run_main("studies.grid.kl", "--out", str(out), "--report")
     assert (out / "README.md").read_text() == readme
+    assert json.loads((out / "summary.json").read_text()) == summary
+    compared = next(c for c in summary["cells"] if not c["reference"])
+    # one greedy score of the compared cell flipped: its greedy difference moves by 1/12 of the 12 problems
+    line = next(line for line in lines if line["method"] == compared["cell"])
+    moved, line["greedy"] = 1.0 - 2 * line["greedy"], 1.0 - line["greedy"]
+    (out / "per_problem.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    run_main("studies.grid.kl", "--out", str(out), "--report")
+    again = next(c for c in json.loads((out / "summary.json").read_text())["cells"] if c["cell"] == compared["cell"])
+    assert again["greedy_vs_reference"]["mean"] == pytest.approx(compared["greedy_vs_reference"]["mean"] + moved / 12)
     assert (out / "kl.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
