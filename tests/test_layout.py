@@ -200,3 +200,15 @@ def test_classes_are_declared_not_assembled_at_run_time():
         if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "type" and len(node.args) == 3
     ]
     assert assembled == []
+
+
+def test_the_licence_the_package_declares_is_the_file_it_ships():
+    """Apache-2.0, as TRL: pyproject's SPDX expression names the LICENSE file the wheel carries, and that file is the
+    licence's text with this project's copyright line."""
+    import tomllib
+
+    project = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]
+    assert project["license"] == "Apache-2.0" and project["license-files"] == ["LICENSE"]
+    text = (REPO_ROOT / "LICENSE").read_text()
+    assert text.split("\n", 1)[0].strip() == "Apache License" and "Version 2.0, January 2004" in text
+    assert "END OF TERMS AND CONDITIONS" in text and "Copyright 2026 The rl-recipes authors" in text

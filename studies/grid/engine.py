@@ -21,12 +21,13 @@ from pathlib import Path
 
 from core.errors import one_line_errors
 from core.evaluation.benchmarks import TASKS, load_task_data
-from core.report.stats import crossed_difference, one_family, over_seeds, share_over_seeds
+from core.report.stats import crossed_difference, over_seeds
 from core.runs.folder import library_versions
 from core.runs.metrics import numbers_of, read_metrics
 from core.runs.provenance import code_digest, commit, cpu
 from studies.comparison.scores import NAME as SCORES
 from studies.comparison.scores import read_scores, score_lines, write_scores
+from studies.grid.rules import differences_from_scores, under_the_rules
 from studies.runner import (
     PREFERENCE_METHODS,
     PROFILES,
@@ -270,36 +271,6 @@ def run_grid(
     return summary, settings
 
 
-SHARES = ("sampled_pass1", "greedy_accuracy", "clipped_share")
-RULE = "bounded share intervals; seeds x problems differences, Holm over the study's family"
-
-
-def under_the_rules(summary: dict, settings: dict) -> dict:
-    """The study's numbers under the comparison's rules, from its own JSON: each cell's shares (sampled pass@1,
-    greedy accuracy, the share cut at the length limit) with 95% intervals over its seeds bounded to [0, 1]
-    (core.report.stats.share_over_seeds, at most the scores behind them), and every difference from a reference
-    (both metrics, every cell) one family, Holm-corrected, with the detectable difference of each one not claimed.
-    Applying it again changes nothing, so --report rewrites a published study under it."""
-    trials = {
-        "sampled_pass1": settings["eval_n"] * settings["eval_k"],
-        "greedy_accuracy": settings["eval_n"],
-        "clipped_share": None,
-    }
-    cells = []
-    for cell in summary["cells"]:
-        cell = dict(cell)
-        for key in SHARES:
-            values = [r[key] for r in summary["runs"] if r["cell"] == cell["cell"] and r.get(key) is not None]
-            if len(values) > 1:
-                cell[f"{key}_ci95"] = share_over_seeds(values, trials[key])["ci95"]
-        cells.append(cell)
-    slots = [(i, m) for i, c in enumerate(cells) for m in ("sampled", "greedy") if c.get(f"{m}_vs_reference")]
-    family = one_family([cells[i][f"{m}_vs_reference"] for i, m in slots])
-    for (i, metric), row in zip(slots, family, strict=True):
-        cells[i][f"{metric}_vs_reference"] = row
-    return summary | {"rule": RULE, "family_size": len(family), "cells": cells}
-
-
 def aggregate(cell: Cell, records: list[dict], scores: dict, seeds: int) -> dict:
     """A cell over its seeds: means with the seeds' 95% t-intervals, every check that fired in any seed, and the
     difference from the cell it is compared with, on the same problems under the same seeds."""
@@ -341,25 +312,6 @@ def aggregate(cell: Cell, records: list[dict], scores: dict, seeds: int) -> dict
             entry[f"{metric}_vs_reference"] = difference | {"excludes_zero": low > 0 or high < 0}
     entry["reference_cell"] = cell.against
     return entry
-
-
-def differences_from_scores(cells: list[dict], scores: dict) -> list[dict]:
-    """Each compared cell's difference from its reference computed again from per_problem.jsonl (`read_scores`),
-    as `aggregate` computed it when the study ran."""
-    again = []
-    for cell in cells:
-        cell = dict(cell)
-        if cell.get("reference_cell") and not cell.get("reference"):
-            seeds = sorted(seed for name, seed in scores if name == cell["cell"])
-            for metric in ("sampled", "greedy"):
-                difference = crossed_difference(
-                    [scores[(cell["cell"], s)][metric] for s in seeds],
-                    [scores[(cell["reference_cell"], s)][metric] for s in seeds],
-                )
-                low, high = difference["ci95"]
-                cell[f"{metric}_vs_reference"] = difference | {"excludes_zero": low > 0 or high < 0}
-        again.append(cell)
-    return again
 
 
 def study_arguments(doc: str, seeds: int = 3) -> argparse.ArgumentParser:

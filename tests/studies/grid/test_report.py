@@ -3,8 +3,9 @@ survives Holm over the study's family (not merely where its interval excludes ze
 it does not, a small difference on few seeds flagged, and the table marks references."""
 
 from core.report.stats import detectable_difference
-from studies.grid.engine import quarters, under_the_rules
+from studies.grid.engine import quarters
 from studies.grid.report import against_reference, table, versus
+from studies.grid.rules import under_the_rules
 
 
 def cell(name, against, mean, se, seeds=3):
