@@ -7,7 +7,10 @@ Parts, from the folder's summary.json and settings.json unless said:
     sweep          sweep.json, one line per method and key
     table, holds   the headline table and what holds in it
     seeds          each run's sampled and greedy accuracy, the median, the runs below their seed's base
-    sharpening     per_problem.jsonl: preference against online methods' greedy - sampled gaps (post hoc)
+    sharpening     per_problem.jsonl: preference against online methods' greedy - sampled gaps (post hoc; with the
+                   argument `pre-registered`, a pre-registered rerun's test of it)
+    replication    `<!-- generated: replication (results/compare/tiny) -->`: each claim of that published table read
+                   against this pre-registered rerun
     compute        accuracy against compute, in words
     matched        held-out accuracy of GRPO, PPO and DPO at matched CPU seconds (studies.comparison.matched)
     against-base, versus   every difference of the family, with its Holm p
@@ -29,7 +32,7 @@ from studies.comparison.scores import read_scores
 from studies.comparison.sharpening import section as sharpening_section
 from studies.comparison.tuning import sweep_summary
 from studies.comparison.versus import markdown, what_holds
-from studies.comparison.worlds import budget_section, replaced_section, transfer_table
+from studies.comparison.worlds import budget_section, replaced_section, replication_section, transfer_table
 from studies.runner import PROFILES
 
 # The repository's README shows the tiny math table (its `table` and `holds` parts)
@@ -56,7 +59,9 @@ def part(name: str, argument: str | None, folder: Path, summary: dict) -> str:
     if name == "seeds":
         return seeds_table(summary)
     if name == "sharpening":
-        return sharpening_section(read_scores(folder))
+        return sharpening_section(read_scores(folder), pre_registered=argument == "pre-registered")
+    if name == "replication":
+        return "\n".join(replication_section(_json(REPO / argument / "summary.json"), summary, argument))
     if name == "compute":
         return "\n".join(compute_lines(summary))
     if name == "matched":

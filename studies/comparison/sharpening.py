@@ -36,17 +36,25 @@ def sharpening(scores: dict) -> list[dict]:
     return one_family(rows) if rows else []
 
 
-def section(scores: dict) -> str:
-    """The README part: the table of the family and one generated sentence."""
+def section(scores: dict, pre_registered: bool = False) -> str:
+    """The README part: the table of the family and one generated sentence; `pre_registered`: a table whose
+    preregistration named this family before its runs (a test of the hypothesis, not post hoc)."""
     rows = sharpening(scores)
     if not rows:
         return "No preference method and online method trained on the same seeds: nothing to compare."
+    when = "pre-registered" if pre_registered else "post hoc"
+    status = (
+        "Named in results/compare/preregistration.json before this table's runs, on problems no run had scored: a "
+        "test of the hypothesis the published table suggested."
+        if pre_registered
+        else "Found after the table was published: a claim here is a hypothesis for a fresh held-out set, not a "
+        "finding."
+    )
     lines = [
-        "## Does preference training sharpen greedy more than sampled? (post hoc)",
+        f"## Does preference training sharpen greedy more than sampled? ({when})",
         "",
         "Per (seed, problem): the preference method's greedy score - its sampled pass@1, less the online method's; "
-        f"seeds x problems interval, Holm over these {len(rows)} rows. Found after the table was published: a claim "
-        "here is a hypothesis for a fresh held-out set, not a finding.",
+        f"seeds x problems interval, Holm over these {len(rows)} rows. " + status,
         "",
         "| preference | online | gap difference, points | Holm p | claimed | detectable |",
         "|---|---|---|---|---|---|",
@@ -62,7 +70,7 @@ def section(scores: dict) -> str:
     said = f"Greedy gains more than sampled pass@1 for {', '.join(wider)}" if wider else "No preference method's"
     said += "" if wider else " greedy - sampled gap is told apart from an online method's"
     said += f"; the other way round for {', '.join(narrower)}" if narrower else ""
-    lines += ["", said + f" ({len({s for _, s in scores})} seeds, post hoc)."]
+    lines += ["", said + f" ({len({s for _, s in scores})} seeds, {when})."]
     if any(mark(r) for r in rows if r["claimed"]):
         lines += ["", CROSSED_ONLY]
     return "\n".join(lines)

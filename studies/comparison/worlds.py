@@ -138,6 +138,20 @@ def replaced_section(old: dict, new: dict, old_name: str) -> list[str]:
     return transfer_table(old, new, "old", "new", "## Against the table this one replaced", intro)
 
 
+def replication_section(published: dict, fresh: dict, published_name: str) -> list[str]:
+    """A pre-registered rerun's section: each claim of the published table of its profile and budget, read against
+    the rerun on problems no run had scored, with seeds no sweep used (results/compare/preregistration.json)."""
+    intro = (
+        f"Each claim of the published table ({published_name}, Holm over its family), beside the same difference in "
+        "this pre-registered rerun: problems no run had scored, seeds its tuning never used (Holm over this table's "
+        "family). 'holds': claimed here in the same direction; 'flips': claimed the other way; 'not seen': this run "
+        "could have detected a difference as large and its interval leaves it out; 'consistent': it could have, and "
+        "its interval holds it; 'not told apart': it could not have."
+    )
+    title = "## Does the published table replicate?"
+    return transfer_table(published, fresh, "published", "rerun", title, intro)
+
+
 def budget_section(prompts: dict, completions: dict) -> list[str]:
     """The same-completions table's section: each claim of the same-prompts table and what it becomes when every
     method samples the same completions (which orders the budget made)."""

@@ -29,7 +29,15 @@ from studies.comparison.summary import (
 from studies.comparison.sweep import chosen_settings, key_grid, sweep_plan, table_seeds, tune
 from studies.comparison.tuning import sweep_summary, tuning_budget
 from studies.comparison.versus import is_claimed, sentence, what_holds
-from studies.comparison.worlds import budget_section, replaced_section, rows_of, said, transfer_table, verdict
+from studies.comparison.worlds import (
+    budget_section,
+    replaced_section,
+    replication_section,
+    rows_of,
+    said,
+    transfer_table,
+    verdict,
+)
 from studies.runner import METHODS, recipe_config, steps_for
 from tests.conftest import REPO_ROOT, run_main
 
@@ -976,3 +984,22 @@ def test_rows_at_matched_compute_read_each_run_at_its_last_checkpoint_within_the
     assert (
         f"at {chosen['cpu_seconds']:.0f} CPU seconds" in text and text in (compare_results / "summary.md").read_text()
     )
+
+
+def test_a_pre_registered_rerun_reads_the_published_claims_and_tests_the_sharpening_as_registered(tmp_path):
+    published = REPO_ROOT / "results" / "compare" / "tiny"
+    summary = json.loads((published / "summary.json").read_text())
+    claims = sum(is_claimed(r) for r in summary["against_base"] + summary["versus"])
+    # the published table read against itself: every claim holds, and the tally says how many
+    lines = replication_section(summary, summary, "results/compare/tiny")
+    assert lines[0] == "## Does the published table replicate?"
+    assert f"Of the {claims} claims of `published`: {claims} holds." in lines
+    # as a README part: the folder is the rerun's, the argument the published table's
+    shutil.copy(published / "summary.json", tmp_path / "summary.json")
+    shutil.copy(published / "per_problem.jsonl", tmp_path / "per_problem.jsonl")
+    text = "<!-- generated: replication (results/compare/tiny) -->\n<!-- end -->\n"
+    text += "<!-- generated: sharpening (pre-registered) -->\n<!-- end -->\n"
+    written = filled(text, tmp_path)
+    assert "\n".join(lines) in written
+    assert "(pre-registered)" in written and "post hoc" not in written
+    assert "post hoc" in filled("<!-- generated: sharpening -->\n<!-- end -->\n", tmp_path)
