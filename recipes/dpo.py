@@ -19,11 +19,11 @@ from core.inputs.arguments import DataArguments, RunArguments
 from core.inputs.config import Sources, parse_config
 from core.inputs.data import load_preference_pairs
 from core.inputs.models import check_adapter, check_model, load_model, load_tokenizer, model_kwargs, with_adapter
-from core.logprobs.trainers import check_logprobs
 from core.report.summary import finish_run
 from core.runs.folder import resolve_run_dir
 from core.training.callbacks import run_callbacks
-from core.training.trainers import recipe_trainer
+from core.trl_internals.chunked import check_logprobs
+from core.trl_internals.trainers import recipe_trainer
 
 
 @dataclass

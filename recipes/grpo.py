@@ -17,11 +17,11 @@ from core.inputs.config import Sources, parse_config
 from core.inputs.models import check_model, model_kwargs
 from core.inputs.prompts import prepare_prompts
 from core.inputs.rewards import Rewards, resolve_rewards
-from core.logprobs.trainers import check_logprobs
 from core.report.summary import finish_run
 from core.runs.folder import resolve_run_dir
 from core.training.callbacks import run_callbacks
-from core.training.trainers import recipe_trainer
+from core.trl_internals.chunked import check_logprobs
+from core.trl_internals.trainers import recipe_trainer
 
 
 @dataclass

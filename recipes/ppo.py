@@ -6,7 +6,7 @@ Usage:
     make ppo PROFILE=7b ARGS="--max_steps 100"
     python -m recipes.ppo --config recipes/configs/tiny/ppo.yaml --resume_from_checkpoint latest
 
-TRL's PPOTrainer scores with a reward *model*: `core.training.ppo.RewardFunctionModel` makes reward functions look
+TRL's PPOTrainer scores with a reward *model*: `core.trl_internals.ppo.RewardFunctionModel` makes reward functions look
 like one, and `ResumablePPOTrainer` adds the resume TRL's experimental PPO lacks.
 """
 
@@ -25,12 +25,12 @@ from core.inputs.distributed import requested_zero_stage
 from core.inputs.models import check_model, load_model
 from core.inputs.prompts import prepare_prompts, prompt_text
 from core.inputs.rewards import resolve_rewards
-from core.logprobs.trainers import check_logprobs
 from core.report.summary import finish_run
 from core.runs.folder import resolve_run_dir
 from core.training.callbacks import run_callbacks
-from core.training.ppo import RewardFunctionModel, load_value_model, prompts_per_update
-from core.training.trainers import recipe_trainer
+from core.trl_internals.chunked import check_logprobs
+from core.trl_internals.ppo import RewardFunctionModel, load_value_model, prompts_per_update
+from core.trl_internals.trainers import recipe_trainer
 
 
 @dataclass
@@ -62,7 +62,8 @@ def preflight(
     if requested_zero_stage() == 3:
         raise SystemExit(
             "PPO does not run under ZeRO-3: its critic shares the policy's frozen 4-bit base module for module "
-            "(core.training.ppo.load_value_model), which ZeRO-3 partitions as it loads; use LAUNCH=zero2 or multi_gpu"
+            "(core.trl_internals.ppo.load_value_model), which ZeRO-3 partitions as it loads; use LAUNCH=zero2 or "
+            "multi_gpu"
         )
     check_model(model_args, sources.of("model_name_or_path"))
 

@@ -1,5 +1,4 @@
-"""What the trainers get on top of TRL's. Public: `trainers.recipe_trainer(method, logprobs)` (the declared recipe
-trainer classes on `RecipeTrainer`: seeded start, atomic checkpoints, clean stops, the run's settings and final save),
-`callbacks.run_callbacks` (metrics.jsonl, cost.json, SIGTERM), `memory_meter.LiveTensorMeter`, `adapter_precision`
-(a 4-bit model's bf16 adapter multiplied in fp32 where the CPU has no native bf16), and PPO's pieces in `ppo`
-(`RewardFunctionModel`, `ResumablePPOTrainer`, `load_value_model`)."""
+"""What training adds on top of any trainer, with no TRL internals: `callbacks.run_callbacks` (metrics.jsonl,
+cost.json, SIGTERM), `divergence` (a step that diverged, said and stopped), `heap` (the start's objects out of the
+collector's passes), `plan.PlanLine`, `memory_meter.LiveTensorMeter`, `adapter_precision` (a 4-bit model's bf16
+adapter multiplied in fp32 where the CPU has no native bf16). The trainers that use them: core.trl_internals."""

@@ -51,8 +51,9 @@ class StopOnSignal(TrainerCallback):
 
     A step that has not ended `grace_seconds` after the signal (stuck in a reward, a stalled call, a step longer than
     a scheduler waits) is interrupted where it is, said in one line (the reward, the file and line), and the run
-    stops with the last finished step saved (`core.training.trainers.StopsCleanly`). Code that cannot be interrupted (C
-    code that never lets Python run) is killed from outside another `grace_seconds` later, again with one line."""
+    stops with the last finished step saved (`core.trl_internals.trainers.StopsCleanly`). Code that cannot be
+    interrupted (C code that never lets Python run) is killed from outside another `grace_seconds` later, again with
+    one line."""
 
     def __init__(self, grace_seconds: float = STOP_GRACE_SECONDS):
         self.requested, self.grace_seconds = None, grace_seconds

@@ -5,7 +5,7 @@ log-probs, overridden to read the backbone's hidden states and the head in chunk
 - DPO: `_compute_loss` (policy and reference in one method in TRL 1.12) and `compute_ref_log_probs`
   (precomputed references); the sigmoid and IPO losses, with TRL's metrics.
 - ORPO: `concatenated_forward` (the log-odds term and the chosen half's NLL).
-PPO's is a loop, not a method: core.logprobs.ppo_loop (which shares ChunkedLogprobs and head_logprobs).
+PPO's is a loop, not a method: core.trl_internals.ppo_loop (which shares ChunkedLogprobs and head_logprobs).
 
 The backbone runs inside the prepared model's forward (TRL's `_ForwardRedirection`), so DDP's gradient hooks and
 ZeRO-3's parameter gathering still fire, under the accelerator's autocast, as the model's own forward would; what

@@ -20,7 +20,7 @@ from transformers.modeling_outputs import BaseModelOutput
 from trl import ModelConfig
 from trl.experimental.ppo import PPOTrainer
 
-from core.logprobs.ppo_loop import ChunkedPPO
+from core.trl_internals.ppo_loop import ChunkedPPO
 from rewards import weighted_sum
 
 
@@ -243,4 +243,4 @@ def _critic_on(base, model_args: ModelConfig):
 
 
 class ChunkedPPOTrainer(ChunkedPPO, ResumablePPOTrainer):
-    """PPO with `logprobs: chunked` (core.logprobs.ppo_loop's loop), resumable."""
+    """PPO with `logprobs: chunked` (core.trl_internals.ppo_loop's loop), resumable."""

@@ -8,7 +8,8 @@ What differs from TRL's, and nothing else:
 - the reference and training forwards read the backbone's hidden states at the response positions and the head in
   chunks (TRL's forward returns logits for every position of prompt and response);
 - the entropy statistic comes from the same pass.
-The loop structure, statistics and metric names are TRL's. Resume comes from ResumablePPOTrainer (core.training.ppo).
+The loop structure, statistics and metric names are TRL's. Resume comes from ResumablePPOTrainer
+(core.trl_internals.ppo); the source it was forked from is pinned in core.trl_internals.contract.FORKED.
 """
 
 import gc
@@ -24,7 +25,7 @@ from trl.experimental.utils import empty_cache, first_true_indices, get_reward
 from trl.models.utils import unwrap_model_for_generation
 from trl.trainer.utils import pad
 
-from core.logprobs.trainers import ChunkedLogprobs, head_logprobs, language_model
+from core.trl_internals.chunked import ChunkedLogprobs, head_logprobs, language_model
 
 
 def _model_inputs(query_responses, pad_token_id):
@@ -72,8 +73,8 @@ def _generate(policy, queries, batch_size, pad_token_id, generation_config):
 
 
 class ChunkedPPO(ChunkedLogprobs):
-    """TRL's PPO loop on chunked log-probs, on top of `core.training.ppo.ResumablePPOTrainer` (its resume and reward
-    adapter)."""
+    """TRL's PPO loop on chunked log-probs, on top of `core.trl_internals.ppo.ResumablePPOTrainer` (its resume and
+    reward adapter)."""
 
     def _temperature(self):
         return self.args.temperature + 1e-7  # as TRL's loop divides

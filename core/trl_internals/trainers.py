@@ -21,7 +21,6 @@ from trl.experimental.orpo import ORPOTrainer
 
 from core.errors import close_progress_bars
 from core.inputs.distributed import check_engine
-from core.logprobs.trainers import ChunkedDPOTrainer, ChunkedGRPOTrainer, ChunkedORPOTrainer
 from core.runs.folder import RunFolder
 from core.runs.storage import WriteFailed, describe_failure, is_write_failure, writing
 from core.runs.tokens import completion_tokens
@@ -30,7 +29,8 @@ from core.training.callbacks import StopOnSignal
 from core.training.divergence import Diverged, diverged, is_sampler_failure, learning_rate
 from core.training.heap import FrozenStartWhileTraining
 from core.training.plan import PLANS, PlanLine
-from core.training.ppo import ChunkedPPOTrainer, ResumablePPOTrainer, RewardFunctionModel
+from core.trl_internals.chunked import ChunkedDPOTrainer, ChunkedGRPOTrainer, ChunkedORPOTrainer
+from core.trl_internals.ppo import ChunkedPPOTrainer, ResumablePPOTrainer, RewardFunctionModel
 from rewards import RewardTimeout
 from rewards.time_limit import Expired, stop_interrupting
 

@@ -19,7 +19,7 @@ Components, in GB (2**30 bytes), per process:
   gradients_gb      one gradient per trainable parameter, in its dtype (policy and PPO's critic)
   optimizer_gb      AdamW state: 8 bytes per trainable parameter, 2 for the 8-bit optimizers
   critic_weights_gb PPO only: the critic's own tensors, its LoRA and scalar head; its 4-bit base, embeddings and
-                    norms are the policy's (core.training.ppo.load_value_model shares them)
+                    norms are the policy's (core.trl_internals.ppo.load_value_model shares them)
   rollout_buffer_gb PPO only: the rollout's fp32 logits (rollout batch x response x vocabulary), kept for its epochs
   activations_gb    saved for backward, per model that trains (PPO: two): with activation checkpointing each layer's
                     input plus one layer's working set during its recompute; without it every layer's working set

@@ -1,6 +1,6 @@
 """A 4-bit model's bf16 LoRA layers multiply in fp32 on a CPU without native bf16: the native kernel's numbers (fp32
 sums of bf16 products, rounded to bf16), the same bf16 weights, gradients and saved keys. The recipe trainers apply
-it: tests/core/training/test_trainers.py."""
+it: tests/core/trl_internals/test_trainers.py."""
 
 import copy
 

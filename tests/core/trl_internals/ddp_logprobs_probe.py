@@ -12,7 +12,7 @@ from transformers import AutoModelForCausalLM
 from trl import ModelConfig, get_peft_config
 
 from core.inputs.models import load_model
-from core.logprobs.trainers import ChunkedLogprobs
+from core.trl_internals.chunked import ChunkedLogprobs
 
 
 class Probe(ChunkedLogprobs):

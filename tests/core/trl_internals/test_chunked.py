@@ -17,7 +17,7 @@ from trl.trainer.utils import selective_log_softmax
 
 from core.errors import UserError
 from core.inputs.models import model_kwargs
-from core.logprobs.trainers import check_logprobs, with_logprobs
+from core.trl_internals.chunked import check_logprobs, with_logprobs
 from rewards import get_reward_funcs
 from tests.conftest import REPO_ROOT, entry_point_error, slow_without_native_bf16
 
@@ -131,7 +131,7 @@ def one_step(method, mode, path, dtype, rows, tmp_path):
 def compare(method, path, dtype, rows, tmp_path, loss_tolerance, grad_tolerance):
     full = one_step(method, "full", path, dtype, rows, tmp_path)[1]
     trainer, chunked = one_step(method, "chunked", path, dtype, rows, tmp_path)
-    assert type(trainer).__mro__[1].__module__ == "core.logprobs.trainers"  # the chunked override is in use
+    assert type(trainer).__mro__[1].__module__ == "core.trl_internals.chunked"  # the chunked override is in use
     assert abs(chunked.loss - full.loss) <= loss_tolerance * max(abs(full.loss), 1e-3)
     assert chunked.grads.keys() == full.grads.keys()
     for name, grad in full.grads.items():
@@ -222,7 +222,7 @@ def test_chunked_logprobs_under_ddp_keep_gradients_in_sync(tiny_world):
     result = subprocess.run(
         [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2"]
         + ["--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no"]
-        + ["tests/core/logprobs/ddp_logprobs_probe.py", str(tiny_world / "model")],
+        + ["tests/core/trl_internals/ddp_logprobs_probe.py", str(tiny_world / "model")],
         cwd=REPO_ROOT,
         capture_output=True,
         text=True,

@@ -1,5 +1,5 @@
-"""PPO's critic on the policy's frozen base (core.training.ppo.load_value_model): the same values as a critic loaded
-from the checkpoint on its own, one copy of the base in memory, and adapters that stay apart."""
+"""PPO's critic on the policy's frozen base (core.trl_internals.ppo.load_value_model): the same values as a critic
+loaded from the checkpoint on its own, one copy of the base in memory, and adapters that stay apart."""
 
 import torch
 from peft import get_peft_model
@@ -8,7 +8,7 @@ from trl import ModelConfig, get_peft_config
 
 from core.inputs.models import load_model
 from core.training.memory_meter import model_tensors
-from core.training.ppo import load_value_model
+from core.trl_internals.ppo import load_value_model
 
 
 def model_args(tiny_world):

@@ -1,4 +1,4 @@
-"""PPO's chunked loop (core.logprobs.ppo_loop) against TRL's own PPOTrainer.train(): one update of the real recipe
+"""PPO's chunked loop (core.trl_internals.ppo_loop) against TRL's own PPOTrainer.train(): one update of the real recipe
 each, on the tiny model and at Qwen2.5's 152,064-token vocabulary. The seed fixes the adapters, the critic and the
 sampled responses, so with plain SGD at learning rate 1 and LoRA's B starting at zero, B after the step is minus its
 gradient: it must agree, and so must the losses, the rollout's log-probs (TRL's from the generation scores, the

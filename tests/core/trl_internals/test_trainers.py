@@ -9,7 +9,7 @@ from trl import DPOConfig, ModelConfig, get_peft_config
 from core.inputs.models import model_kwargs
 from core.runs.folder import RunFolder
 from core.training.adapter_precision import Fp32ProductLinear, adapter_layers, native_bf16
-from core.training.trainers import recipe_trainer
+from core.trl_internals.trainers import recipe_trainer
 
 
 def dpo_trainer(model_path, seed: int, tmp_path):
