@@ -112,6 +112,22 @@ def test_dependencies_point_down_the_layers():
     assert upward == []
 
 
+def test_the_studies_subpackages_never_import_each_other_both_ways():
+    """studies/comparison, grid and memory may lean on one another one way; what two of them share sits in the
+    studies' own top modules (runner, processes, costs)."""
+    edges = {
+        (module.split(".")[1], target.split(".")[1])
+        for module, targets in import_graph().items()
+        for target in targets
+        if module.count(".") >= 2
+        and target.count(".") >= 2
+        and module.startswith("studies.")
+        and target.startswith("studies.")
+        and module.split(".")[1] != target.split(".")[1]
+    }
+    assert sorted((a, b) for a, b in edges if (b, a) in edges) == []
+
+
 def core_room(module: str) -> int:
     """A core module's room index; -1 for the modules at core's top."""
     parts = module.split(".")

@@ -13,19 +13,10 @@ from studies.comparison import matched
 from studies.comparison.inference import difference, infer
 from studies.comparison.inference import shares as infer_shares
 from studies.comparison.scores import read_scores
-from studies.runner import PREFERENCE_METHODS, SCRIPT, completions_generated, samples_per_step
+from studies.costs import HOLDS, samples_trained
+from studies.runner import PREFERENCE_METHODS, SCRIPT, completions_generated
 
 CLIPPED_FLAG = 0.05  # a method whose held-out completions hit the length limit more often than this is flagged
-
-# What each method holds in memory while it trains. (Its training signal, core.runs.metrics.REWARD_KEYS: GRPO and PPO
-# log the task reward of the batch; DPO and ORPO have no task reward in training, only their implicit reward margin.)
-HOLDS = {
-    "grpo": "policy; reference = the same base with the adapter off",
-    "ppo": "policy + critic (own LoRA + head on the policy's 4-bit base); reference = adapter off; reward: a function",
-    "dpo": "policy; reference = the same base with the adapter off",
-    "ipo": "policy; reference = the same base with the adapter off",
-    "orpo": "policy; no reference",
-}
 
 
 def summarise(runs: dict, evals: dict, estimates: dict | None, curves: dict | None = None) -> list:
@@ -270,21 +261,6 @@ def reward_cost(cost: dict) -> dict:
         "reward_time": spent,
         "sandbox_programs_per_second": code["completions"] / code["seconds"] if code and code["seconds"] else None,
     }
-
-
-def samples_trained(method: str, run_dir: Path, steps: int) -> int:
-    """Training samples processed: completions scored for GRPO (k per prompt) and PPO (one per prompt), preference
-    pairs for DPO/ORPO (one epoch: its last batch may be short); read from the run's resolved config."""
-    config = yaml.safe_load((run_dir / "config.yaml").read_text())
-    per_step = samples_per_step(method, config)
-    if method in PREFERENCE_METHODS:
-        pairs = sum(1 for _ in open(config["dataset_name"]))
-        return (
-            min(per_step * steps, int(pairs * config["num_train_epochs"]))
-            if config["max_steps"] <= 0
-            else per_step * steps
-        )
-    return per_step * steps
 
 
 def from_scores(

@@ -36,7 +36,7 @@ from core.evaluation.generation import generate
 from core.inputs.models import load_model, load_tokenizer
 from core.runs.folder import library_versions
 from core.runs.provenance import code_digest, commit
-from studies.comparison.summary import HOLDS, samples_trained
+from studies.costs import HOLDS, samples_trained
 from studies.memory.estimate import GB, architecture, estimate, resolve_model_config, settings_from_config
 from studies.memory.validation import with_pair_lengths, write_data
 from studies.runner import METHODS
