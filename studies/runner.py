@@ -8,6 +8,7 @@ import math
 import shutil
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -15,6 +16,7 @@ import yaml
 
 from core.evaluation.benchmarks import TASKS, load_task_data
 from core.inputs.data import pairs_cost
+from core.runs.folder import read_jsonl
 from eval.run import correct_per_problem, evaluate_model, load_for_eval
 from studies.processes import run_command
 
@@ -92,6 +94,7 @@ SWEEP_GRID = {
 }
 
 CHECKPOINTS = 4  # accuracy against compute: an adapter at every quarter of the budget
+ADAPTER = "adapter_model.safetensors"
 
 
 def recipe_config(profile: str, method: str) -> tuple[Path, dict]:
@@ -249,8 +252,8 @@ def train_all(
     every recipe, the pairs' sampling included; `method_flags` (method -> flags) to that method's recipe only. The
     preference methods train on `pairs_file`, sampled here from `prompts` prompts when not given; `prompts_for`
     gives a method other than `prompts` training prompts (the comparison's same-completions budget: PPO on k x the
-    prompts). With `resume`, a run that finished before (its summary.json written) is kept, and so are the pairs it
-    trained on; any other is trained again from the start."""
+    prompts). With `resume`, a run that finished before (its summary.json written) is kept where `keepable`, and so
+    are the pairs it trained on; any other is trained again from the start."""
     runs = {}
     if pairs_file is None and set(PREFERENCE_METHODS) & set(methods):
         kept = out / f"pairs-seed{seed}.jsonl"
@@ -261,12 +264,19 @@ def train_all(
     for method in methods:
         run_dir = out / f"{method}-seed{seed}"
         if resume and (run_dir / "summary.json").is_file():
-            print(f"[compare] {method} (seed {seed}): finished before, kept ({run_dir})", flush=True)
-            runs[(method, seed)] = run_dir
-            continue
+            if keepable(run_dir, out):
+                print(f"[compare] {method} (seed {seed}): finished before, kept ({run_dir})", flush=True)
+                runs[(method, seed)] = run_dir
+                continue
+            print(
+                f"[compare] {method} (seed {seed}): finished before, but its adapter is gone (records only, as a "
+                "clone has them) and its checkpoints or evaluation still need it: trained again",
+                flush=True,
+            )
         shutil.rmtree(run_dir, ignore_errors=True)  # the study's own run folder from an earlier `make compare`
-        for kept in (out / f"eval_{method}-seed{seed}.json", out / f"eval_{method}-seed{seed}.jsonl"):
-            kept.unlink(missing_ok=True)  # an earlier run's evaluation: never kept for a run trained again
+        for prefix in ("eval_", "eval_matched_"):  # an earlier run's evaluations: never kept for a run trained again
+            for suffix in (".json", ".jsonl"):
+                (out / f"{prefix}{method}-seed{seed}{suffix}").unlink(missing_ok=True)
         rate = (learning_rates or {}).get(method)
         count = (prompts_for or {}).get(method, prompts)
         own = (*flags, *(method_flags or {}).get(method, ()))
@@ -276,6 +286,17 @@ def train_all(
         print(f"[compare] {method} (seed {seed}) done in {seconds:.0f} s", flush=True)
         runs[(method, seed)] = run_dir
     return runs
+
+
+def keepable(run_dir: Path, out: Path) -> bool:
+    """Whether `--resume` may keep the finished run in `run_dir`: its adapter is there, or nothing the table still
+    reads needs the weights (its held-out evaluation kept in `out`, and no checkpoints that curves and matched
+    compute would score). A table spread over sessions commits records, not adapters: a run of a table with
+    checkpoints is trained again in a clone rather than found without the weights it is scored from."""
+    if (run_dir / ADAPTER).is_file():
+        return True
+    evaluated = all((out / f"eval_{run_dir.name}{suffix}").is_file() for suffix in (".json", ".jsonl"))
+    return evaluated and not read_jsonl(run_dir / "checkpoints.jsonl")
 
 
 def mean_or_none(values: list) -> float | None:
@@ -331,60 +352,100 @@ def evaluate(
     return result, records
 
 
-def evaluate_all(
-    model_name: str,
-    runs: dict,
-    task: str,
-    limit: int | None,
-    k: int,
-    temperature: float,
-    out: Path,
-    load_in_4bit: bool = True,
-    resume: bool = False,
-    heldout: str | None = None,
-) -> dict:
+@dataclass(frozen=True)
+class Scoring:
+    """How a table scores its models on the held-out problems: the starting model `model_name` (in 4-bit or not, as
+    trained) on `task`'s `rows` (its held-out split, or the file `heldout`: problems no run scored before), greedy
+    and k samples at `temperature`; each evaluation kept in `out` as eval_<name>.json (with `resume`, read again
+    where it scored the same problems, samples and temperature)."""
+
+    model_name: str
+    task: str
+    rows: list[dict]
+    k: int
+    temperature: float
+    out: Path
+    load_in_4bit: bool = True
+    resume: bool = False
+    heldout: str | None = None
+
+    def asked(self) -> dict:
+        """What an evaluation is scored on: the number of problems (and the file's SHA-256 where one is given),
+        samples and temperature; a kept one is read again only where they are the same."""
+        digest = (
+            {"heldout_sha256": hashlib.sha256(Path(self.heldout).read_bytes()).hexdigest()} if self.heldout else {}
+        )
+        return {"n": len(self.rows), "k": self.k, "temperature": self.temperature, **digest}
+
+    def kept(self, name: str, also: dict | None = None, with_records: bool = True) -> dict | None:
+        """eval_<name>.json where `resume` may read it again: scored as `asked` (and `also`), with its completions
+        (eval_<name>.jsonl) beside it where `with_records`; else None."""
+        cached = self.out / f"eval_{name}.json"
+        if not (self.resume and cached.is_file()):
+            return None
+        kept, asked = json.loads(cached.read_text()), self.asked() | (also or {})
+        same = all(kept.get(a) == v for a, v in asked.items()) and ("heldout_sha256" in kept) == bool(self.heldout)
+        records = not with_records or (self.out / f"eval_{name}.jsonl").is_file()
+        return kept if same and records else None
+
+    def score(
+        self,
+        name: str,
+        adapter: Path | None,
+        sample_seed: int,
+        greedy_done: tuple[dict, list[dict]] | None = None,
+        also: dict | None = None,
+        with_records: bool = True,
+    ) -> tuple[dict, list[dict]]:
+        """`evaluate` one model (the starting one where `adapter` is None), kept as eval_<name>.json (and its
+        completions as eval_<name>.jsonl where `with_records`) with what it was scored on."""
+        if adapter is not None and not (adapter / ADAPTER).is_file():
+            raise SystemExit(
+                f"{name}: no adapter in {adapter} to score (a clone holds a run's records, not its weights); run the "
+                "table again without --resume, or from the folder where it trained"
+            )
+        result, records = evaluate(
+            self.model_name,
+            adapter,
+            self.task,
+            self.rows,
+            self.k,
+            self.temperature,
+            load_in_4bit=self.load_in_4bit,
+            sample_seed=sample_seed,
+            greedy_done=greedy_done,
+        )
+        result |= self.asked() | (also or {})
+        if with_records:
+            with open(self.out / f"eval_{name}.jsonl", "w") as fh:
+                fh.writelines(json.dumps(record) + "\n" for record in records)
+        (self.out / f"eval_{name}.json").write_text(json.dumps(result) + "\n")
+        return result, records
+
+
+def evaluate_all(runs: dict, scoring: Scoring) -> dict:
     """("base", seed) for every seed the runs have, and every (method, seed) -> greedy and sampled metrics on the
-    held-out set (the task's, or the file `heldout`: problems no run scored before). A seed's models draw their
-    samples under that seed, the base's again under each (so a claim against the base counts the base's sampling
-    noise, as it counts each method's); greedy is scored once per model. Each result is kept as eval_<name>.json; with
-    `resume` a kept one is read instead of scored again when it was scored on the same problems (number, and the
-    file's SHA-256 where one is given), samples and temperature."""
-    rows = load_task_data(TASKS[task], heldout, limit)
-    digest = {"heldout_sha256": hashlib.sha256(Path(heldout).read_bytes()).hexdigest()} if heldout else {}
+    held-out set, as `scoring` says. A seed's models draw their samples under that seed, the base's again under each
+    (so a claim against the base counts the base's sampling noise, as it counts each method's); greedy is scored
+    once per model."""
     results, base_greedy = {}, None
     for seed in sorted({seed for _, seed in runs}):
         for key, adapter in [(("base", seed), None), *((key, a) for key, a in runs.items() if key[1] == seed)]:
             name = f"{key[0]}-seed{key[1]}"
-            cached = out / f"eval_{name}.json"
-            asked = {"n": len(rows), "k": k, "temperature": temperature, **digest}
-            kept = json.loads(cached.read_text()) if resume and cached.is_file() else {}
-            same = all(kept.get(a) == v for a, v in asked.items()) and ("heldout_sha256" in kept) == bool(digest)
-            if kept and (out / f"eval_{name}.jsonl").is_file() and same:
-                results[key], records = kept, None  # completions read below, only for the base's greedy
-                print(f"[compare] {name}: evaluated before, kept ({cached})", flush=True)
+            kept, records = scoring.kept(name), None
+            if kept:
+                results[key] = kept  # completions read below, only for the base's greedy
+                print(f"[compare] {name}: evaluated before, kept ({scoring.out / f'eval_{name}.json'})", flush=True)
             else:
-                results[key], records = evaluate(
-                    model_name,
-                    adapter,
-                    task,
-                    rows,
-                    k,
-                    temperature,
-                    load_in_4bit=load_in_4bit,
-                    sample_seed=seed,
-                    greedy_done=base_greedy if key[0] == "base" else None,
-                )
-                results[key] |= asked  # what it was scored on: a resumed rerun keeps it only for the same problems
-                with open(out / f"eval_{name}.jsonl", "w") as fh:
-                    fh.writelines(json.dumps(record) + "\n" for record in records)
-                cached.write_text(json.dumps(results[key]) + "\n")
+                greedy_done = base_greedy if key[0] == "base" else None
+                results[key], records = scoring.score(name, adapter, seed, greedy_done)
                 greedy, sampled = results[key]["greedy"], results[key]["sampled"]
                 print(f"[compare] {name}: greedy {greedy:.3f}, sampled pass@1 {sampled:.3f}", flush=True)
             if key[0] == "base" and base_greedy is None:  # greedy is the same under every seed: scored once
                 greedy_keys = ("greedy", "greedy_ci95", "greedy_per_problem")
                 if records is None:
-                    records = [json.loads(line) for line in (out / f"eval_{name}.jsonl").read_text().splitlines()]
-                base_greedy = ({g: results[key][g] for g in greedy_keys}, records[: len(rows)])
+                    records = read_jsonl(scoring.out / f"eval_{name}.jsonl")
+                base_greedy = ({g: results[key][g] for g in greedy_keys}, records[: len(scoring.rows)])
     return results
 
 

@@ -205,9 +205,10 @@ class CostMeter(TrainerCallback):
         reward_seconds = sum(spent["seconds"] for spent in self.ledger.time.values())
         record = {
             "train_seconds": train_seconds,
-            # CPU time (user + system, every core, the sandbox's finished programs included): of training since it
-            # began in this process, and of the whole process so far (its imports and model loading too)
-            "cpu_seconds_training": cpu_seconds() - self.cpu_at_start,
+            # CPU time (user + system, every core, the sandbox's finished programs included): of training (a resumed
+            # run's before it resumed included, as train_seconds and checkpoints.jsonl count it), and of this whole
+            # process so far (its imports and model loading too)
+            "cpu_seconds_training": self.run.cpu_seconds_before + cpu_seconds() - self.cpu_at_start,
             "cpu_seconds_process": cpu_seconds(),
             # a resumed run's split covers the seconds since it resumed; the rest counts as forward_backward
             "time_split": self.phases.split(train_seconds, reward_seconds),

@@ -74,6 +74,7 @@ from studies.runner import (
     CHECKPOINTS,
     METHODS,
     PROFILES,
+    Scoring,
     add_precision_argument,
     checkpoint_curves,
     evaluate,
@@ -267,7 +268,8 @@ def main(argv=None):
     prompts_for = {"ppo": prompts * k} if args.budget == "completions" else None
     if args.heldout and not Path(args.heldout).is_file():
         raise SystemExit(f"--heldout {args.heldout}: no such file")
-    eval_n = len(load_task_data(TASKS[profile["task"]], args.heldout, limit))
+    heldout_rows = load_task_data(TASKS[profile["task"]], args.heldout, limit)
+    eval_n = len(heldout_rows)
     same = {
         "profile": args.profile,
         "prompts": prompts,
@@ -320,18 +322,10 @@ def main(argv=None):
         )
         elapsed.save()
     model_name = grpo_config["model_name_or_path"]
-    evals = evaluate_all(
-        model_name,
-        runs,
-        profile["task"],
-        limit,
-        eval_k,
-        temperature,
-        out,
-        load_in_4bit=in_4bit,
-        resume=args.resume,
-        heldout=args.heldout,
+    scoring = Scoring(
+        model_name, profile["task"], heldout_rows, eval_k, temperature, out, in_4bit, args.resume, args.heldout
     )
+    evals = evaluate_all(runs, scoring)
     curves = base_validation = None
     if checkpoints:
         curves = checkpoint_curves(
@@ -362,9 +356,7 @@ def main(argv=None):
     records = summarise(runs, evals, estimates, curves)
     same_machine(records)
     if checkpoints:  # held-out accuracy at matched CPU seconds, from the checkpoints
-        rows = load_task_data(TASKS[profile["task"]], args.heldout, limit)
-        scoring = (model_name, profile["task"], rows, eval_k, temperature, out, in_4bit, args.resume, args.heldout)
-        matched.score(runs, evals, *scoring)
+        matched.score(runs, evals, scoring)
     summary = from_scores(records, read_scores(out), args.methods, base_validation, args.budget, out)
     measure = next((r["memory_measure"] for r in records if "memory_measure" in r), "n/a")
     settings = {

@@ -15,7 +15,6 @@ own: a descriptive part, not among the pre-registered contrasts.
 Writes matched.json (the budget and each run's checkpoint) and matched_per_problem.jsonl (the chosen models'
 per-problem scores, per_problem.jsonl's format) beside the table; summary.json's "matched" is computed from them."""
 
-import hashlib
 import json
 from pathlib import Path
 
@@ -26,7 +25,7 @@ from core.runs.folder import read_jsonl
 from studies.comparison.inference import infer
 from studies.comparison.scores import read_scores, score_lines, write_scores
 from studies.comparison.versus import markdown
-from studies.runner import PREFERENCE_METHODS, evaluate
+from studies.runner import PREFERENCE_METHODS, Scoring
 
 MATCHED = ("grpo", "ppo", "dpo")
 CHOICES = "matched.json"
@@ -133,50 +132,21 @@ def read(out: Path, base_scores: dict) -> dict | None:
     return {**chosen, "family": "of its own (Holm within), descriptive: not pre-registered", **infer(scores, methods)}
 
 
-def evaluate_chosen(
-    chosen: dict,
-    runs: dict,
-    evals: dict,
-    model_name: str,
-    task: str,
-    rows: list[dict],
-    k: int,
-    temperature: float,
-    out: Path,
-    load_in_4bit: bool = True,
-    resume: bool = False,
-    heldout: str | None = None,
-) -> dict:
+def evaluate_chosen(chosen: dict, runs: dict, evals: dict, scoring: Scoring) -> dict:
     """(method, seed) -> the chosen model's held-out evaluation: a finished run's and the starting model's are the
-    table's own (`evals`), a checkpoint's is scored here (greedy, and sampled under its seed) and kept as
-    eval_matched_<method>-seed<k>.json (with `resume`, read again where it scored the same checkpoint)."""
-    digest = {"heldout_sha256": hashlib.sha256(Path(heldout).read_bytes()).hexdigest()} if heldout else {}
+    table's own (`evals`), a checkpoint's is scored here as `scoring` says (greedy, and sampled under its seed) and
+    kept as eval_matched_<method>-seed<k>.json (with `resume`, read again where it scored the same checkpoint)."""
     results = {}
     for row in chosen["runs"]:
         key = (row["method"], row["seed"])
         if row["checkpoint"] in (None, "."):
             results[key] = evals[("base", row["seed"]) if row["checkpoint"] is None else key]
             continue
-        cached = out / f"eval_matched_{row['method']}-seed{row['seed']}.json"
-        asked = {"step": row["step"], "n": len(rows), "k": k, "temperature": temperature, **digest}
-        kept = json.loads(cached.read_text()) if resume and cached.is_file() else {}
-        if kept and all(kept.get(name) == value for name, value in asked.items()):
-            results[key] = kept
+        name, step = f"matched_{row['method']}-seed{row['seed']}", {"step": row["step"]}
+        results[key] = scoring.kept(name, step, with_records=False)
+        if results[key]:
             continue
-        results[key] = (
-            evaluate(
-                model_name,
-                adapter_of(row, runs),
-                task,
-                rows,
-                k,
-                temperature,
-                load_in_4bit=load_in_4bit,
-                sample_seed=row["seed"],
-            )[0]
-            | asked
-        )
-        cached.write_text(json.dumps(results[key]) + "\n")
+        results[key] = scoring.score(name, adapter_of(row, runs), row["seed"], also=step, with_records=False)[0]
         print(
             f"[compare] {row['method']}-seed{row['seed']} at step {row['step']} of {row['of_steps']} "
             f"({row['cpu_seconds']:.0f} CPU s): greedy {results[key]['greedy']:.3f}, "
@@ -247,25 +217,10 @@ def section(at_budget: dict) -> str:
     return "\n".join(lines)
 
 
-def score(
-    runs: dict,
-    evals: dict,
-    model_name: str,
-    task: str,
-    rows: list[dict],
-    k: int,
-    temperature: float,
-    out: Path,
-    load_in_4bit: bool = True,
-    resume: bool = False,
-    heldout: str | None = None,
-) -> dict | None:
+def score(runs: dict, evals: dict, scoring: Scoring) -> dict | None:
     """A table's rows at matched compute: the checkpoints chosen, scored and written beside it (`write`); None,
     and nothing written, where `choices` finds none."""
     chosen = choices(runs)
     if chosen:
-        at_budget = evaluate_chosen(
-            chosen, runs, evals, model_name, task, rows, k, temperature, out, load_in_4bit, resume, heldout
-        )
-        write(out, chosen, at_budget, k)
+        write(scoring.out, chosen, evaluate_chosen(chosen, runs, evals, scoring), scoring.k)
     return chosen

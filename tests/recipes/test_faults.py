@@ -87,6 +87,9 @@ def test_kill_after_a_logged_step_then_resume_logs_each_step_once(tiny_pairs, tm
     assert record["cpu_seconds_before"] == checkpoints[0]["cpu_seconds"]
     cost = json.loads((run / "cost.json").read_text())
     assert cost["train_seconds"] >= checkpoints[-1]["train_seconds"] * 0.99
+    # the whole run's training CPU seconds, the first process's included: at least the last checkpoint's
+    assert cost["cpu_seconds_training"] >= checkpoints[-1]["cpu_seconds"]
+    assert cost["cpu_seconds_training"] - record["cpu_seconds_before"] < cost["cpu_seconds_process"]
     summary = json.loads((run / "summary.json").read_text())
     assert summary["steps"] == 6
 

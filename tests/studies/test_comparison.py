@@ -845,6 +845,16 @@ def test_the_same_completions_budget_gives_ppo_k_times_the_prompts(tiny_world, t
     assert (out / "ppo-seed0" / "summary.json").is_file()
     kept = json.loads((out / "eval_base-seed0.json").read_text())  # kept only for a rerun on the same problems and k
     assert (kept["n"], kept["k"], kept["temperature"]) == (8, 2, settings["temperature"])
+    # a clone of the committed records: no adapters. GRPO's checkpoints are still scored (validation curve), so it
+    # is trained again rather than kept without the weights its scores come from; PPO, adapter there, is kept
+    for weights in [*(out / "grpo-seed0").glob("checkpoint-*"), out / "grpo-seed0" / "adapter_model.safetensors"]:
+        shutil.rmtree(weights) if weights.is_dir() else weights.unlink()
+    capsys.readouterr()
+    run_main("studies.comparison", *argv, "--out", str(out), "--resume")
+    printed = capsys.readouterr().out
+    assert "grpo (seed 0): finished before, but its adapter is gone" in printed and "training grpo (seed 0)" in printed
+    assert "ppo (seed 0): finished before, kept" in printed and "grpo-seed0: evaluated before" not in printed
+    assert (out / "grpo-seed0" / "adapter_model.safetensors").is_file()
 
 
 def test_a_table_never_mixes_cpu_classes():
