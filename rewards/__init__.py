@@ -14,6 +14,7 @@ from pathlib import Path
 
 from rewards import time_limit
 from rewards.code import code_format, code_tests
+from rewards.declare import data_step, is_sandboxed
 from rewards.format import cosine_length, format_reward, length_reward, reasoning_steps, repetition_penalty
 from rewards.math import math_accuracy
 from rewards.sandbox import SandboxUnavailable as SandboxUnavailable  # re-exported for the recipes
@@ -30,19 +31,6 @@ REWARDS = {
     "code_tests": code_tests,
     "code_format": code_format,
 }
-
-# Dataset columns each reward reads (beyond `completions`), for pre-flight checks before a model is loaded.
-# code_tests reads any of three formats (rewards.code.TEST_COLUMN_STYLES), checked by `require_code_tests`.
-REQUIRED_COLUMNS = {
-    "math_accuracy": ["answer"],
-    "length": ["answer"],
-    "cosine_length": ["answer"],
-}
-
-# Rewards that execute model output: resolving them checks that the sandbox can isolate it here (before any model
-# loads), raising `SandboxUnavailable` with the cause and the fixes where it cannot.
-SANDBOXED = {"code_tests"}
-
 
 # What TRL passes every reward function itself: never dataset columns.
 PASSED_BY_TRAINER = {
@@ -84,19 +72,34 @@ def declared_columns(func) -> list[str]:
     ]
 
 
-def required_columns(names) -> list[str]:
-    """Dataset columns the named rewards read, in order, without repeats: REQUIRED_COLUMNS for the registered
-    rewards, the named parameters (`declared_columns`) of a dotted-path reward."""
-    columns = []
+def _resolvable(names) -> list:
+    """The rewards among `names` that resolve (an unresolvable name is get_reward_funcs' error to report)."""
+    funcs = []
     for name in names:
-        if name in REWARDS:
-            columns += REQUIRED_COLUMNS.get(name, [])
-        elif "." in name:
-            try:
-                columns += declared_columns(get_reward_func(name))
-            except ValueError:  # an unresolvable name is get_reward_funcs' error to report
-                continue
-    return list(dict.fromkeys(columns))
+        try:
+            funcs.append(get_reward_func(name))
+        except ValueError:
+            continue
+    return funcs
+
+
+def required_columns(names) -> list[str]:
+    """Dataset columns the named rewards read, in order, without repeats: each reward's named parameters
+    (`declared_columns`), registered or of your own alike.
+
+    >>> required_columns(["format", "math_accuracy", "length"])
+    ['answer']
+    """
+    return list(dict.fromkeys(column for func in _resolvable(names) for column in declared_columns(func)))
+
+
+def data_steps(names) -> list:
+    """The data steps the named rewards declared (`rewards.declare.prepares`), each once, in the rewards' order.
+
+    >>> [step.__name__ for step in data_steps(["code_tests", "math_accuracy", "length"])]
+    ['with_test_columns', 'warn_unparseable_golds']
+    """
+    return list(dict.fromkeys(step for step in map(data_step, _resolvable(names)) if step is not None))
 
 
 def get_reward_func(name: str, kwargs: dict | None = None):
@@ -237,6 +240,6 @@ def get_reward_funcs(names, kwargs: dict[str, dict] | None = None) -> list:
     if unknown:
         raise ValueError(f"reward_kwargs for rewards not selected: {sorted(unknown)}")
     funcs = [get_reward_func(name, kwargs.get(name)) for name in names]
-    if SANDBOXED & set(names):
+    if any(map(is_sandboxed, funcs)):
         isolation_mode()
     return funcs

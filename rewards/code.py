@@ -3,6 +3,7 @@
 import ast
 import re
 
+from rewards.declare import prepares, sandboxed
 from rewards.sandbox import RunResult, default_sandbox
 from rewards.text import completion_text
 
@@ -129,6 +130,16 @@ def run_tests(completions, tests, setup=None, code_prefix=None) -> list[RunResul
     return default_sandbox().run_many(jobs)
 
 
+def with_test_columns(dataset, source: str):
+    """code_tests' data step (`@prepares`): the dataset's own test columns (this project's `tests`, MBPP's
+    `test_list`, HumanEval's `test` + `entry_point` + `prompt`) mapped to `tests` / `setup` / `code_prefix`, before
+    `prompt` is rebuilt as chat messages; ValueError (`require_code_tests`) where it has none of them."""
+    require_code_tests(dataset.column_names, source)
+    return dataset.map(code_test_columns)
+
+
+@sandboxed
+@prepares(with_test_columns)
 def code_tests(completions, tests=None, setup=None, code_prefix=None, **columns) -> list[float]:
     r"""Fraction of `tests` passed (MBPP-style list of asserts), or 1.0/0.0 for one HumanEval-style test string.
     Datasets in MBPP's (`test_list`, `test_setup_code`) or HumanEval's (`test`, `entry_point`, `prompt`) columns

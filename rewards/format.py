@@ -7,7 +7,8 @@ instances carry the defaults and `rewards.get_reward_funcs` builds new ones from
 import math
 import re
 
-from rewards.math import math_accuracy
+from rewards.declare import prepares
+from rewards.math import math_accuracy, warn_unparseable_golds
 from rewards.text import completion_text
 
 _NO_TAG = r"(?:(?!</?(?:think|answer)>).)*"  # text without a think or answer tag: one block each, none nested
@@ -47,6 +48,7 @@ class ReasoningSteps:
         return [min(1.0, len(_STEP_MARKERS.findall(completion_text(c))) / self.min_steps) for c in completions]
 
 
+@prepares(warn_unparseable_golds)
 class CosineLength:
     """Cosine-scaled length shaping (Yeo et al., 2025): short correct answers earn most, long wrong ones lose least.
 
@@ -91,6 +93,7 @@ class CosineLength:
         return rewards
 
 
+@prepares(warn_unparseable_golds)
 class LengthReward:
     """Kimi-1.5 group length reward: within the batch, shorter is better; wrong answers never gain from brevity.
 

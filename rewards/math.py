@@ -7,6 +7,7 @@ builder, `make score` and `eval/` all call it.
 import functools
 import re
 
+from rewards.declare import prepares
 from rewards.math_workers import pool
 from rewards.text import completion_text
 
@@ -239,6 +240,22 @@ def check_answers(completions, answer) -> list[tuple[float | None, str | None, s
     return [tuple(r) if isinstance(r, list) else (0.0, None, r) for r in results]
 
 
+def warn_unparseable_golds(dataset, source: str):
+    """The data step of the rewards that read gold answers (`@prepares`): gold answers math_accuracy cannot parse are
+    a data problem (their samples score None and teach nothing), said with how many and the first few before any
+    model loads; the rows come back unchanged."""
+    bad = unparseable_golds(dataset["answer"])
+    if bad:
+        print(
+            f"warning: {len(bad)} of {len(dataset)} gold answers in {source} (column 'answer') cannot be parsed; "
+            "math_accuracy scores their samples None (left out of the reward): "
+            + ", ".join(f"row {i}: {gold[:60]!r}" for i, gold in bad[:5])
+            + (", ..." if len(bad) > 5 else "")
+        )
+    return dataset
+
+
+@prepares(warn_unparseable_golds)
 def math_accuracy(completions, answer, **kwargs) -> list[float | None]:
     """1.0 if the completion's final answer equals the gold `answer` (math-verify equivalence), else 0.0.
 

@@ -6,9 +6,7 @@ import os
 from pathlib import Path
 
 from core.errors import DataError, MissingDataFile, UserError
-from rewards import required_columns as reward_columns
-from rewards.code import code_test_columns, require_code_tests
-from rewards.math import unparseable_golds
+from rewards import data_steps
 
 LOCAL_SUFFIXES = {".jsonl": "json", ".json": "json", ".parquet": "parquet", ".csv": "csv"}
 # What `datasets`' builders decompress by themselves (fsspec infers it from the extension; .zst and .lz4 need the
@@ -192,33 +190,15 @@ def require_columns(dataset, columns, source: str) -> None:
         raise DataError(f"dataset {source} is missing column(s) {missing}; it has {dataset.column_names}")
 
 
-def warn_unparseable_golds(dataset, reward_names, source: str, column: str = "answer") -> list[tuple[int, str]]:
-    """Gold answers math_accuracy cannot parse are a data problem: their samples score None and teach nothing.
-    Says how many, with the first few, before any model loads (when a chosen reward reads `answer`)."""
-    if column not in reward_columns(reward_names):
-        return []
-    bad = unparseable_golds(dataset[column])
-    if bad:
-        print(
-            f"warning: {len(bad)} of {len(dataset)} gold answers in {source} (column {column!r}) cannot be parsed; "
-            "math_accuracy scores their samples None (left out of the reward): "
-            + ", ".join(f"row {i}: {gold[:60]!r}" for i, gold in bad[:5])
-            + (", ..." if len(bad) > 5 else "")
-        )
-    return bad
-
-
-def with_code_test_columns(dataset, reward_names, source: str):
-    """For code_tests: the dataset's own test columns (this project's `tests`, MBPP's `test_list`, HumanEval's
-    `test` + `entry_point` + `prompt`) mapped to `tests` / `setup` / `code_prefix`, before `prompt` is rebuilt as
-    chat messages. Fails before any model loads when the dataset has none of them."""
-    if "code_tests" not in reward_names:
-        return dataset
-    try:
-        require_code_tests(dataset.column_names, source)
-    except ValueError as error:
-        raise DataError(str(error)) from error
-    return dataset.map(code_test_columns)
+def prepared_for_rewards(dataset, reward_names, source: str):
+    """The rows after each chosen reward's own data step (`rewards.data_steps`: what the reward declared it needs,
+    a check or its columns mapped), before any model loads; a step's ValueError becomes one line (DataError)."""
+    for step in data_steps(reward_names):
+        try:
+            dataset = step(dataset, source)
+        except ValueError as error:
+            raise DataError(str(error)) from error
+    return dataset
 
 
 def cut_heldout(dataset, fraction: float, seed: int, source: str):

@@ -12,8 +12,7 @@ from core.inputs.data import (
     cut_heldout,
     fit_prompts,
     load_data,
-    warn_unparseable_golds,
-    with_code_test_columns,
+    prepared_for_rewards,
 )
 from core.inputs.models import load_tokenizer, prompt_room
 from rewards import required_columns
@@ -38,10 +37,11 @@ def prepare_prompts(
     limit: int | None = None,
 ) -> Prompts:
     """The rows a run prompts with, every check before any model loads: loaded with the prompt's and the rewards'
-    columns required, `heldout_fraction` cut off (seeded), rows `skip` to `skip + limit` kept, unparseable gold
-    answers counted, code tests mapped for `code_tests`; then, given `model_args`, the chat messages built into
-    `column` and fitted to the room the completion budget leaves (`completion`: its value, setting name and where it
-    came from). Without `model_args` (your own task in `make eval`) the rows come back unprompted."""
+    columns required, `heldout_fraction` cut off (seeded), rows `skip` to `skip + limit` kept, each reward's own
+    data step (`rewards.declare.prepares`: unparseable gold answers counted, code tests mapped); then, given
+    `model_args`, the chat messages built into `column` and fitted to the room the completion budget leaves
+    (`completion`: its value, setting name and where it came from). Without `model_args` (your own task in
+    `make eval`) the rows come back unprompted."""
     needed = [*prompt_columns(args.prompt_column, args.prompt_template), *required_columns(reward_names)]
     if args.shown_tests is not None:  # tests_shown is made from test_list below
         if args.shown_tests < 1:
@@ -61,13 +61,12 @@ def prepare_prompts(
         raise SystemExit(f"skip_prompts {skip}: {args.dataset_name} has only {len(dataset)} prompts")
     if skip or limit:
         dataset = dataset.select(range(skip, min(len(dataset), skip + limit) if limit else len(dataset)))
-    warn_unparseable_golds(dataset, reward_names, args.dataset_name)
     if args.shown_tests is not None:
         try:
             dataset = dataset.map(lambda row: hold_back_tests(row, args.shown_tests))
         except ValueError as error:
             raise UserError(f"{args.dataset_name}: {error}; lower shown_tests ({args.shown_tests})") from None
-    dataset = with_code_test_columns(dataset, reward_names, args.dataset_name)
+    dataset = prepared_for_rewards(dataset, reward_names, args.dataset_name)
     if model_args is None:
         return Prompts(dataset, held, None)
     tokenizer = load_tokenizer(model_args)

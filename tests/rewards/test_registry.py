@@ -3,7 +3,8 @@ import inspect
 import pytest
 
 import rewards
-from rewards import REQUIRED_COLUMNS, REWARDS, get_reward_func, get_reward_funcs
+from rewards import REWARDS, get_reward_func, get_reward_funcs, required_columns
+from rewards.declare import data_step, is_sandboxed
 
 
 @pytest.mark.parametrize("name", sorted(REWARDS))
@@ -14,8 +15,23 @@ def test_every_registered_reward_resolves_and_has_a_docstring_example(name):
     assert ">>>" in (inspect.getdoc(func) or inspect.getdoc(type(func)))
 
 
-def test_required_columns_name_registered_rewards():
-    assert set(REQUIRED_COLUMNS) <= set(REWARDS)
+def test_each_registered_reward_declares_its_columns_data_step_and_sandbox_with_itself():
+    # the columns are the signature's: nothing beside it to keep equal
+    assert {name: required_columns([name]) for name in REWARDS if required_columns([name])} == {
+        "math_accuracy": ["answer"],
+        "length": ["answer"],
+        "cosine_length": ["answer"],
+    }
+    steps = {name: data_step(func).__name__ for name, func in REWARDS.items() if data_step(func)}
+    assert steps == {
+        "math_accuracy": "warn_unparseable_golds",
+        "length": "warn_unparseable_golds",
+        "cosine_length": "warn_unparseable_golds",
+        "code_tests": "with_test_columns",
+    }
+    assert [name for name, func in REWARDS.items() if is_sandboxed(func)] == ["code_tests"]
+    # a reward built from YAML keyword arguments keeps its class's declarations
+    assert data_step(get_reward_func("cosine_length", {"max_len": 50})).__name__ == "warn_unparseable_golds"
 
 
 def test_dotted_path_and_kwargs():

@@ -1,0 +1,55 @@
+"""`prepare_prompts`, every recipe's data step: each chosen reward's own declared data step runs on the rows before
+any model loads, registered rewards and a user's own alike; data loading names no reward."""
+
+import pytest
+
+from core.errors import DataError
+from core.inputs.arguments import PromptArguments
+from core.inputs.prompts import prepare_prompts
+from tests.conftest import REPO_ROOT
+
+FIXTURES = REPO_ROOT / "tests" / "fixtures"
+
+USER_MODULE = '''
+from rewards.declare import prepares
+
+
+def only_short_units(dataset, source):
+    if any(len(unit) > 3 for unit in dataset["answer"]):
+        raise ValueError(f"{source}: a unit longer than 3 characters")
+    return dataset.map(lambda row: {"unit": row["answer"].upper()})
+
+
+@prepares(only_short_units)
+def unit_reward(completions, answer, unit=None, **kwargs):
+    """Reads `answer` (required of the data) and `unit`, which its data step adds.
+
+    >>> unit_reward(["KG"], answer=["kg"], unit=["KG"])
+    [1.0]"""
+    return [float(c == u) for c, u in zip(completions, unit)]
+'''
+
+
+def args(data, **more) -> PromptArguments:
+    return PromptArguments(dataset_name=str(data), **more)
+
+
+def test_code_tests_maps_its_test_columns_and_refuses_a_dataset_without_them(tmp_path):
+    mbpp = prepare_prompts(args(FIXTURES / "mbpp_sample.jsonl", prompt_column="text"), ["code_tests"]).dataset
+    assert {"tests", "setup", "code_prefix"} <= set(mbpp.column_names) and mbpp[0]["tests"] == mbpp[0]["test_list"]
+    with pytest.raises(DataError, match=r"gsm8k_sample.jsonl has no code tests for code_tests: it has columns"):
+        prepare_prompts(args(FIXTURES / "gsm8k_sample.jsonl"), ["code_tests"])
+    # the same rows under math_accuracy: no code step runs
+    assert "tests" not in prepare_prompts(args(FIXTURES / "gsm8k_sample.jsonl"), ["math_accuracy"]).dataset.column_names
+
+
+def test_a_users_reward_declares_its_own_data_step_with_itself(tmp_path, monkeypatch):
+    (tmp_path / "unitrewards.py").write_text(USER_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    data = tmp_path / "units.jsonl"
+    data.write_text('{"question": "mass?", "answer": "kg"}\n{"question": "length?", "answer": "m"}\n')
+    prepared = prepare_prompts(args(data), ["format", "unitrewards.unit_reward"]).dataset
+    assert prepared["unit"] == ["KG", "M"]
+    data.write_text('{"question": "mass?", "answer": "grams"}\n')
+    with pytest.raises(DataError, match=r"units.jsonl: a unit longer than 3 characters"):
+        prepare_prompts(args(data), ["unitrewards.unit_reward"])
