@@ -40,7 +40,8 @@ def test_code_tests_maps_its_test_columns_and_refuses_a_dataset_without_them(tmp
     with pytest.raises(DataError, match=r"gsm8k_sample.jsonl has no code tests for code_tests: it has columns"):
         prepare_prompts(args(FIXTURES / "gsm8k_sample.jsonl"), ["code_tests"])
     # the same rows under math_accuracy: no code step runs
-    assert "tests" not in prepare_prompts(args(FIXTURES / "gsm8k_sample.jsonl"), ["math_accuracy"]).dataset.column_names
+    math = prepare_prompts(args(FIXTURES / "gsm8k_sample.jsonl"), ["math_accuracy"]).dataset
+    assert "tests" not in math.column_names
 
 
 def test_a_users_reward_declares_its_own_data_step_with_itself(tmp_path, monkeypatch):
