@@ -15,7 +15,7 @@ from core.evaluation.heldout import HeldoutArguments, heldout_callbacks, own_hel
 from core.inputs.arguments import PromptArguments, RewardArguments, RunArguments
 from core.inputs.config import Sources, parse_config
 from core.inputs.models import check_model, model_kwargs
-from core.inputs.prompts import prepare_prompts
+from core.inputs.prepare import prepare_prompts
 from core.inputs.rewards import Rewards, resolve_rewards
 from core.report.summary import finish_run
 from core.runs.folder import resolve_run_dir
@@ -81,6 +81,7 @@ def main(
         model_args,
         completion,
         heldout_fraction=heldout_args.heldout_fraction,
+        heldout_data=heldout_args.own_data,
         seed=training_args.seed,
         limit=script_args.max_train_samples,
     )

@@ -24,7 +24,7 @@ from core.inputs.arguments import PromptArguments, RewardArguments, RewardWeight
 from core.inputs.config import Sources, parse_config
 from core.inputs.data import pairs_cost
 from core.inputs.models import check_adapter, check_model, load_model, with_adapter
-from core.inputs.prompts import prepare_prompts
+from core.inputs.prepare import prepare_prompts
 from core.inputs.rewards import resolve_rewards
 from core.runs.storage import write_text_whole, write_whole
 from core.runs.timing import cpu_seconds

@@ -23,7 +23,8 @@ from core.inputs.arguments import PromptArguments, RewardArguments, RewardWeight
 from core.inputs.config import Sources, parse_config
 from core.inputs.distributed import requested_zero_stage
 from core.inputs.models import check_model, load_model
-from core.inputs.prompts import prepare_prompts, prompt_text
+from core.inputs.prepare import prepare_prompts
+from core.inputs.prompts import prompt_text
 from core.inputs.rewards import resolve_rewards
 from core.report.summary import finish_run
 from core.runs.folder import resolve_run_dir
@@ -89,6 +90,7 @@ def main(
         completion,
         column="messages",
         heldout_fraction=heldout_args.heldout_fraction,
+        heldout_data=heldout_args.own_data,
         seed=training_args.seed,
         limit=script_args.max_train_samples,
     )

@@ -55,6 +55,25 @@ def hold_back_tests(row: dict, shown: int = 1) -> dict:
     return {**row, "tests_shown": "\n".join(tests[:shown]), "test_list": tests[shown:]}
 
 
+def showing(shown: int):
+    """The data step that holds back all but the first `shown` tests of every row (`hold_back_tests`; a recipe's
+    `shown_tests`): ValueError naming the source and the setting where a row has too few.
+
+    >>> from datasets import Dataset
+    >>> rows = Dataset.from_list([{"test_list": ["assert f(1) == 2", "assert f(2) == 3"]}])
+    >>> showing(1)(rows, "mbpp.jsonl")[0]["test_list"]
+    ['assert f(2) == 3']
+    """
+
+    def held_back(dataset, source: str):
+        try:
+            return dataset.map(lambda row: hold_back_tests(row, shown))
+        except ValueError as error:
+            raise ValueError(f"{source}: {error}; lower shown_tests ({shown})") from None
+
+    return held_back
+
+
 def code_test_style(columns) -> str | None:
     """Which code-test format a dataset's columns are in, or None.
 

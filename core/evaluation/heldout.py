@@ -7,7 +7,7 @@ Rows `heldout/...` go to metrics.jsonl, each evaluation's per-problem records to
 
 import json
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
@@ -18,7 +18,6 @@ from core.evaluation.benchmarks import TASKS, load_task_data
 from core.evaluation.generation import generate, inference
 from core.evaluation.reward_task import RewardTask, score_samples
 from core.evaluation.scoring import drift, score_rows
-from core.inputs.prompts import prepare_prompts
 from core.inputs.rewards import Rewards
 from core.runs.folder import RunFolder
 from core.runs.storage import write_text_whole, writing
@@ -59,6 +58,12 @@ class HeldoutArguments:
         },
     )
 
+    @property
+    def own_data(self) -> str | None:
+        """`heldout_data` where it is the run's own task (no `heldout_task`, scored): prepared as the training rows
+        are (`prepare_prompts(..., heldout_data=)`) and scored with the run's rewards (`own_heldout`)."""
+        return self.heldout_data if not self.heldout_task and self.heldout_limit > 0 else None
+
     def __post_init__(self):
         if self.heldout_task is not None and self.heldout_task not in TASKS:
             raise ValueError(f"heldout_task {self.heldout_task!r} is not a task; the tasks: {', '.join(TASKS)}")
@@ -98,16 +103,15 @@ class OwnHeldout:
 
 
 def own_heldout(args: HeldoutArguments, held, script_args, rewards: Rewards, max_new_tokens: int) -> OwnHeldout | None:
-    """The run's own held-out task, checked before any model loads: the rows `heldout_fraction` kept back, or
-    `heldout_data` (without `heldout_task`) prepared as the training data is; the first `heldout_limit`."""
-    if args.heldout_task or args.heldout_limit <= 0 or (held is None and not args.heldout_data):
+    """The run's own held-out task, checked before any model loads: `held`, the rows `prepare_prompts` held out
+    (`heldout_fraction`'s cut, or `heldout_data` without `heldout_task`: `args.own_data`, prepared as the training
+    data is); the first `heldout_limit`."""
+    if args.heldout_task or args.heldout_limit <= 0 or held is None:
         return None
-    if held is None:
-        data = replace(script_args, dataset_name=args.heldout_data, dataset_config=None, dataset_train_split="train")
-        held = prepare_prompts(data, rewards.names).dataset
-        origin = args.heldout_data
-    else:
+    if args.heldout_fraction:
         origin = f"heldout_fraction {args.heldout_fraction:g} of {script_args.dataset_name}"
+    else:
+        origin = args.heldout_data
     held = held.select(range(min(args.heldout_limit, len(held))))
     task = RewardTask(
         script_args.dataset_name,

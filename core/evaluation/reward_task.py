@@ -12,7 +12,8 @@ import math
 from dataclasses import dataclass, field
 
 from core.inputs.arguments import PromptArguments, RewardArguments
-from core.inputs.prompts import prepare_prompts, prompt_messages, prompt_text
+from core.inputs.prepare import prepare_prompts
+from core.inputs.prompts import prompt_messages, prompt_text
 from core.inputs.rewards import resolve_rewards
 from rewards import call_reward
 

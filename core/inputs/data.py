@@ -3,10 +3,10 @@ held-out cut; everything here runs before any model is loaded."""
 
 import json
 import os
+import string
 from pathlib import Path
 
 from core.errors import DataError, MissingDataFile, UserError
-from rewards import data_steps
 
 LOCAL_SUFFIXES = {".jsonl": "json", ".json": "json", ".parquet": "parquet", ".csv": "csv"}
 # What `datasets`' builders decompress by themselves (fsspec infers it from the extension; .zst and .lz4 need the
@@ -159,46 +159,87 @@ def check_rows(dataset, columns, source: str, drop: bool = False):
     return dataset.select([i for i in range(len(dataset)) if i not in bad])
 
 
-FIT_HINT = "shorten them, or cut them with truncate_long_prompts: true"
-
-
-def fit_prompts(
-    prompt_lengths: list[int], limit: int | None, source: str, truncate: bool = False, hint: str = FIT_HINT
-) -> list[int]:
-    """Rows whose prompt (in tokens, chat template included) leaves no room for the completion within the model's
-    positions: refused with their row numbers and `hint` (what to change), or, when the user asks
-    (`truncate_long_prompts`), the number of tokens each must lose (0 for the rest).
-
-    >>> fit_prompts([10, 50, 20], 40, "d.jsonl", truncate=True)
-    [0, 10, 0]
-    """
-    if limit is None:
-        return [0] * len(prompt_lengths)
-    over = [(i, n) for i, n in enumerate(prompt_lengths) if n > limit]
-    if over and not truncate:
-        examples = ", ".join(f"row {i + 1} ({n} tokens)" for i, n in over[:5]) + (", ..." if len(over) > 5 else "")
-        raise DataError(
-            f"dataset {source}: {len(over)} prompt(s) longer than the {limit} tokens the model has room "
-            f"for: {examples}; {hint}"
-        )
-    return [max(0, n - limit) for n in prompt_lengths]
-
-
 def require_columns(dataset, columns, source: str) -> None:
     missing = [c for c in columns if c not in dataset.column_names]
     if missing:
         raise DataError(f"dataset {source} is missing column(s) {missing}; it has {dataset.column_names}")
 
 
-def prepared_for_rewards(dataset, reward_names, source: str):
-    """The rows after each chosen reward's own data step (`rewards.data_steps`: what the reward declared it needs,
-    a check or its columns mapped), before any model loads; a step's ValueError becomes one line (DataError)."""
-    for step in data_steps(reward_names):
+def prompt_columns(prompt_column: str, prompt_template: str | None = None) -> list[str]:
+    """The columns a prompt is built from, for the pre-flight column check.
+
+    >>> prompt_columns("text", "{text} Tests: {test_list}")
+    ['text', 'test_list']
+    """
+    if not prompt_template:
+        return [prompt_column]
+    return list(dict.fromkeys(name for _, name, _, _ in string.Formatter().parse(prompt_template) if name))
+
+
+def normalised(text) -> str:
+    return " ".join(str(text).split())
+
+
+def without_problems(dataset, source: str, column: str, name: str):
+    """`dataset` without the rows whose `column` text is one of `source`'s (a local file, or `hub_id[:split]`,
+    default split test), whitespace normalised; says how many it dropped."""
+    hub_id, _, split = source.partition(":") if ":" in source and not Path(source).exists() else (source, "", "")
+    excluded = load_data(hub_id, split or "test", required_columns=[column])
+    banned = {normalised(text) for text in excluded[column]}
+    kept = dataset.filter(lambda row: normalised(row[column]) not in banned)
+    print(
+        f"exclude_problems: {len(dataset) - len(kept)} of {len(dataset)} rows of {name} are problems of {source} "
+        f"({len(banned)}): dropped, never trained on"
+    )
+    return kept
+
+
+def prepared(dataset, steps, source: str):
+    """The rows after each data step (`step(dataset, source)`: what a reward declared it needs, a check or columns
+    mapped; the shown tests held back), before any model loads; a step's ValueError becomes one line (DataError)."""
+    for step in steps:
         try:
             dataset = step(dataset, source)
         except ValueError as error:
             raise DataError(str(error)) from error
     return dataset
+
+
+def prompt_rows(
+    args,
+    reward_columns,
+    steps=(),
+    heldout_fraction: float = 0.0,
+    seed: int = 0,
+    skip: int = 0,
+    limit: int | None = None,
+    heldout_data: str | None = None,
+):
+    """(rows to prompt, held-out rows or None) of `args`' dataset (PromptArguments), checked before any model loads:
+    loaded with the prompt's columns and `reward_columns` required, `exclude_problems` dropped, `heldout_fraction`
+    cut off (seeded), rows `skip` to `skip + limit` kept, then `steps` run on them; the held-out rows are those cut
+    off, or the file `heldout_data` prepared as the training rows are (all of it). Rows come back unprompted."""
+    needed = [*prompt_columns(args.prompt_column, args.prompt_template), *reward_columns]
+    if args.shown_tests is not None:  # tests_shown is made from test_list by the steps
+        if args.shown_tests < 1:
+            raise UserError(f"shown_tests {args.shown_tests} must be >= 1 (unset: every test shown and scored)")
+        needed = [c for c in needed if c != "tests_shown"] + ["test_list"]
+
+    def rows(source: str, split: str, config: str | None):
+        dataset = load_data(source, split, config, required_columns=needed, drop_incomplete=args.drop_incomplete_rows)
+        if args.exclude_problems:
+            dataset = without_problems(dataset, args.exclude_problems, args.prompt_column, source)
+        return dataset
+
+    dataset = rows(args.dataset_name, args.dataset_train_split, args.dataset_config)
+    dataset, held = cut_heldout(dataset, heldout_fraction, seed, args.dataset_name)
+    if skip and skip >= len(dataset):
+        raise SystemExit(f"skip_prompts {skip}: {args.dataset_name} has only {len(dataset)} prompts")
+    if skip or limit:
+        dataset = dataset.select(range(skip, min(len(dataset), skip + limit) if limit else len(dataset)))
+    if held is None and heldout_data:
+        held = prepared(rows(heldout_data, "train", None), steps, heldout_data)
+    return prepared(dataset, steps, args.dataset_name), held
 
 
 def cut_heldout(dataset, fraction: float, seed: int, source: str):

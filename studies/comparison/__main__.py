@@ -74,17 +74,14 @@ from studies.runner import (
     CHECKPOINTS,
     METHODS,
     PROFILES,
-    Scoring,
     add_precision_argument,
-    checkpoint_curves,
-    evaluate,
-    evaluate_all,
     precision_flags,
     recipe_config,
     resolve_load_in_4bit,
     steps_for,
     train_all,
 )
+from studies.scoring import Scoring, checkpoint_curves, evaluate, evaluate_all
 
 # The published comparisons (a real model's table reads a tiny world's from here, wherever its own --out is)
 PUBLISHED = REPO / "results" / "compare"

@@ -25,7 +25,8 @@ from core.runs.folder import read_jsonl
 from studies.comparison.inference import infer
 from studies.comparison.scores import read_scores, score_lines, write_scores
 from studies.comparison.versus import markdown
-from studies.runner import PREFERENCE_METHODS, Scoring
+from studies.runner import PREFERENCE_METHODS
+from studies.scoring import Scoring
 
 MATCHED = ("grpo", "ppo", "dpo")
 CHOICES = "matched.json"

@@ -13,10 +13,10 @@ from core.runs.provenance import REPO, code_digest
 from studies.comparison.published import read_published
 from studies.runner import PREFERENCE_METHODS
 
-# What a run and its scores depend on: the training code, configs and worlds, evaluation, and the study runner that
-# calls them (the comparison's report code is not among them: reports change without changing a run).
+# What a run and its scores depend on: the training code, configs and worlds, evaluation, and the study runner and
+# scoring that call them (the comparison's report code is not among them: reports change without changing a run).
 TRAINED_BY = ("rewards", "tasks", "core", "recipes", "eval")
-RUNNER = REPO / "studies" / "runner.py"
+RUNNER = (REPO / "studies" / "runner.py", REPO / "studies" / "scoring.py")
 
 # The settings two comparisons must share for a run of one to be a run of the other.
 SAME = ("profile", "prompts", "eval_k", "eval_n", "temperature", "load_in_4bit", "validation_k", "training_digest")
@@ -29,7 +29,8 @@ def training_digest() -> str:
     >>> len(training_digest()) == 64 and training_digest() != code_digest()
     True
     """
-    return hashlib.sha256((code_digest(folders=TRAINED_BY) + RUNNER.read_text()).encode()).hexdigest()
+    runner = "".join(path.read_text() for path in RUNNER)
+    return hashlib.sha256((code_digest(folders=TRAINED_BY) + runner).encode()).hexdigest()
 
 
 def same_settings(source: Path, settings: dict) -> bool:

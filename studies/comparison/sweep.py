@@ -23,12 +23,12 @@ from studies.runner import (
     PREFERENCE_METHODS,
     PROFILES,
     SWEEP_GRID,
-    evaluate,
     precision_flags,
     recipe_config,
     sample_pairs,
     train_all,
 )
+from studies.scoring import evaluate
 
 # Each method's own key, swept at its chosen learning rate; PPO's critic rate is centred on the policy's.
 KEYS = {"ppo": ("kl_coef", "value_learning_rate"), "dpo": ("beta",), "ipo": ("beta",), "orpo": ("beta",)}

@@ -1,6 +1,6 @@
 """A study's grid (`make study-<name>`): cells that differ from each other by recipe flags, each trained over seeds
 from the same start on the same prompts with the comparison's budget, scored on the same held-out problems (greedy
-accuracy and sampled pass@1 in the precision trained in, studies.runner.evaluate), with the drift and the
+accuracy and sampled pass@1 in the precision trained in, studies.scoring.evaluate), with the drift and the
 checks each run measured on itself (held-out evaluation at its start and end); every cell against its group's reference
 cell on the same problems under the same seeds (core.report.stats.crossed_difference). Writes summary.json,
 settings.json (commit, code digest, CPU) and per_problem.jsonl (every score behind them, the comparison's format:
@@ -32,7 +32,6 @@ from studies.runner import (
     PREFERENCE_METHODS,
     PROFILES,
     add_precision_argument,
-    evaluate,
     precision_flags,
     recipe_command,
     recipe_config,
@@ -40,6 +39,7 @@ from studies.runner import (
     run,
     sample_pairs,
 )
+from studies.scoring import evaluate
 
 # The runs' own held-out evaluation, at their start and end: the drift (KL from the start, entropy, length) and the
 # checks (reward hacking, no held-out gain, held-out fell, length drift, drift from the start, entropy collapse) of

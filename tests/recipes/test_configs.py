@@ -111,7 +111,8 @@ def test_every_shipped_config_prompts_as_its_evaluation_task(path):
     (or samples pairs) with equal those of the task its profile is measured on, system prompt and instruction."""
     from core.evaluation.benchmarks import TASKS, prepare_row
     from core.inputs.data import load_data
-    from core.inputs.prompts import prepare_prompts, row_messages
+    from core.inputs.prepare import prepare_prompts
+    from core.inputs.prompts import row_messages
     from core.report.summary import PROFILE_TASKS
 
     data = str(REPO_ROOT / PROFILE_ROWS[path.parent.name])
@@ -149,7 +150,7 @@ def hard_coded(shown_asserts: str) -> str:
 def test_a_hard_coded_mbpp_completion_no_longer_scores_full_marks_in_training():
     """The 7b-code configs show one assert and score the held-back two: a program that hard-codes what its prompt
     shows scores 0 there, where showing and scoring all three (MBPP's paper, `make eval TASK=mbpp`) gives it 1."""
-    from core.inputs.prompts import prepare_prompts
+    from core.inputs.prepare import prepare_prompts
     from rewards import REWARDS, call_reward
 
     path = REPO_ROOT / "recipes" / "configs" / "7b-code" / "grpo.yaml"
@@ -173,7 +174,7 @@ def test_the_math_config_never_trains_on_a_problem_of_the_set_it_is_measured_on(
     """The 7b-math config names MATH-500 (make eval TASK=math500's hub set and split) as problems that never train;
     a training file holding some of them, whitespace changed, loses exactly those, and says so."""
     from core.evaluation.benchmarks import TASKS
-    from core.inputs.prompts import prepare_prompts
+    from core.inputs.prepare import prepare_prompts
     from core.report.summary import PROFILE_TASKS
 
     task = TASKS[PROFILE_TASKS["7b-math"]]

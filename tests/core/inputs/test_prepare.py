@@ -1,11 +1,13 @@
 """`prepare_prompts`, every recipe's data step: each chosen reward's own declared data step runs on the rows before
 any model loads, registered rewards and a user's own alike; data loading names no reward."""
 
+import json
+
 import pytest
 
 from core.errors import DataError
 from core.inputs.arguments import PromptArguments
-from core.inputs.prompts import prepare_prompts
+from core.inputs.prepare import prepare_prompts
 from tests.conftest import REPO_ROOT
 
 FIXTURES = REPO_ROOT / "tests" / "fixtures"
@@ -54,3 +56,23 @@ def test_a_users_reward_declares_its_own_data_step_with_itself(tmp_path, monkeyp
     data.write_text('{"question": "mass?", "answer": "grams"}\n')
     with pytest.raises(DataError, match=r"units.jsonl: a unit longer than 3 characters"):
         prepare_prompts(args(data), ["unitrewards.unit_reward"])
+
+
+def test_shown_tests_are_held_back_before_the_test_columns_are_mapped_and_too_few_are_refused():
+    mbpp = FIXTURES / "mbpp_sample.jsonl"
+    shown = prepare_prompts(args(mbpp, prompt_column="text", shown_tests=1), ["code_tests"]).dataset
+    # the first assert shown, the rest scored: mapped into `tests` after they were held back
+    first = json.loads(mbpp.read_text().splitlines()[0])["test_list"]
+    assert shown[0]["tests_shown"] == first[0] and shown[0]["tests"] == first[1:]
+    assert all(row["tests"] == row["test_list"] and row["tests_shown"] not in row["tests"] for row in shown)
+    with pytest.raises(DataError, match=r"mbpp_sample.jsonl: a row with 3 test\(s\) .*; lower shown_tests \(3\)"):
+        prepare_prompts(args(mbpp, prompt_column="text", shown_tests=3), ["code_tests"])
+
+
+def test_heldout_data_is_prepared_as_the_training_rows_are(tmp_path):
+    mbpp = FIXTURES / "mbpp_sample.jsonl"
+    prompts = prepare_prompts(args(mbpp, prompt_column="text"), ["code_tests"], limit=2, heldout_data=str(mbpp))
+    assert len(prompts.dataset) == 2 and len(prompts.held) == sum(1 for _ in open(mbpp))  # all of it, no limit
+    assert prompts.held["tests"] == prompts.held["test_list"]  # code_tests' own step ran on it too
+    # without heldout_data, nothing is held out
+    assert prepare_prompts(args(mbpp, prompt_column="text"), ["code_tests"]).held is None
