@@ -19,12 +19,12 @@ import shutil
 from pathlib import Path
 
 from core.errors import one_line_errors
+from core.evaluation.accuracy import load_for_eval
 from core.evaluation.benchmarks import TASKS
 from core.evaluation.heldout import HeldoutArguments, HeldoutEval
 from core.report.finished import run_record, task_of
 from core.report.verdict import describe, verdict
 from core.runs.metrics import REWARD_KEYS, read_metrics
-from eval.run import load_for_eval
 
 
 def measure(run: Path, summary: dict, config: dict, task: str, data: str | None, limit: int) -> Path:

@@ -24,9 +24,9 @@ import torch
 import yaml
 
 from core.errors import one_line_errors
+from core.evaluation.accuracy import correct_per_problem, evaluate_model, load_for_eval
 from core.evaluation.benchmarks import TASKS, load_task_data
 from core.report.stats import paired_difference
-from eval.run import correct_per_problem, evaluate_model, load_for_eval
 
 CONFIG = "recipes/configs/tiny/grpo.yaml"
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import torch
 import yaml
 
+from core.evaluation.accuracy import correct_per_problem, evaluate_model, load_for_eval
 from core.evaluation.benchmarks import TASKS, load_task_data
 from core.runs.folder import read_jsonl
-from eval.run import correct_per_problem, evaluate_model, load_for_eval
 from studies.runner import ADAPTER, completions_generated, samples_per_step
 
 

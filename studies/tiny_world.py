@@ -30,8 +30,8 @@ from pathlib import Path
 import torch
 
 from core.errors import one_line_errors
+from core.evaluation.accuracy import evaluate_model
 from core.runs.provenance import commit, cpu
-from eval.run import evaluate_model
 from tasks import code as code_task
 from tasks import shipped
 from tasks.arithmetic import generate_splits

@@ -38,8 +38,8 @@ def test_the_length_world_s_teacher_answers_short_or_long_and_the_gold_is_always
 
 def test_the_shipped_length_world_s_model_answers_both_ways(tiny_length_world):
     """The start model chooses its length: sampled, it writes both direct (short, mostly wrong) and worked answers."""
+    from core.evaluation.accuracy import evaluate_model, load_for_eval
     from core.evaluation.benchmarks import TASKS, load_task_data
-    from eval.run import evaluate_model, load_for_eval
 
     world = json.loads((tiny_length_world / "world.json").read_text())
     assert world["settings"]["direct_rate"] == 0.5 and world["settings"]["world"] == "length"

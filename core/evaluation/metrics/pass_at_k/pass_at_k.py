@@ -1,5 +1,5 @@
 """pass@k with the unbiased estimator of Chen et al. (2021), as an `evaluate` module loaded by path
-(`evaluate.load("eval/metrics/pass_at_k")`): built-in metrics need the hub, this one does not."""
+(`evaluate.load("core/evaluation/metrics/pass_at_k")`): built-in metrics need the hub, this one does not."""
 
 import math
 
@@ -19,7 +19,7 @@ Returns:
     {"pass@k": value, "pass@k_ci95": [low, high]} for every k.
 Examples:
     >>> import evaluate
-    >>> metric = evaluate.load("eval/metrics/pass_at_k")
+    >>> metric = evaluate.load("core/evaluation/metrics/pass_at_k")
     >>> metric.compute(predictions=[1, 0], references=[4, 4], k=[1])["pass@1"]
     0.125
 """

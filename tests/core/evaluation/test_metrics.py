@@ -1,9 +1,7 @@
 import evaluate
 import pytest
 
-from tests.conftest import REPO_ROOT
-
-METRICS = REPO_ROOT / "eval" / "metrics"
+from core.evaluation.accuracy import METRICS
 
 
 def test_pass_at_k_matches_hand_computed_values():

@@ -1,5 +1,5 @@
 """Accuracy of 0/1 scores with a Wilson 95% interval, as an `evaluate` module loaded by path
-(`evaluate.load("eval/metrics/accuracy")`): the built-in "accuracy" needs the hub."""
+(`evaluate.load("core/evaluation/metrics/accuracy")`): the built-in "accuracy" needs the hub."""
 
 import math
 
@@ -16,7 +16,7 @@ Returns:
     {"accuracy": value, "accuracy_ci95": [low, high], "n": count}
 Examples:
     >>> import evaluate
-    >>> evaluate.load("eval/metrics/accuracy").compute(predictions=[1, 0, 1, 1])["accuracy"]
+    >>> evaluate.load("core/evaluation/metrics/accuracy").compute(predictions=[1, 0, 1, 1])["accuracy"]
     0.75
 """
 
