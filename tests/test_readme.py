@@ -11,6 +11,7 @@ import sys
 import yaml
 
 from rewards import get_reward_funcs, required_columns
+from tasks.registry import TASKS
 from tests.conftest import REPO_ROOT
 
 README = (REPO_ROOT / "README.md").read_text()
@@ -235,6 +236,9 @@ def test_docs_smol_table_is_the_published_runs_of_the_shipped_configs():
         assert (heldout["task"], heldout["n"]) == (shipped.pop("heldout_task"), shipped.pop("heldout_limit"))
         if method in ("dpo", "ipo", "orpo"):
             shipped.pop("dataset_name")  # the pairs make pairs wrote: a path, resolved the same
+        if "task" in shipped:  # the config names its task: the run asked its problems as the task does
+            settings = TASKS[shipped.pop("task")].prompt_settings
+            assert {k: config.get(k) for k in settings} == settings, method
         kept_elsewhere = {"report_to", "save_total_limit"}  # resolved into other forms (the run's rotation, [])
         assert {k: v for k, v in shipped.items() if k not in kept_elsewhere} == {
             k: config[k] for k in shipped if k not in kept_elsewhere

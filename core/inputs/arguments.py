@@ -11,6 +11,7 @@ recipes without it in their TRL config take it from `RewardWeightArguments`.
 from dataclasses import dataclass, field
 
 from rewards.time_limit import REWARD_TIMEOUT_SECONDS
+from tasks.registry import TASKS
 
 # After SIGTERM, how long a step may take to end on its own: below the 30 s that Slurm (KillWait) and Kubernetes
 # (terminationGracePeriodSeconds) wait by default before SIGKILL, so the last finished step is saved in time.
@@ -45,7 +46,10 @@ class PromptArguments(DataArguments):
     """How a row becomes a chat prompt (GRPO, PPO, `make pairs`, and `make eval` on your own task).
 
     Args:
-        prompt_column: the column whose text is the user message.
+        task: a task of `tasks.registry.TASKS` whose problems these are: its prompt column, template, system prompt
+            and shown tests, as `make eval` asks them (a config naming a task sets none of them itself; one that
+            differs is refused).
+        prompt_column: the column whose text is the user message (default `question`).
         prompt_template: the user message built from the row's columns instead, e.g.
             '{text}\\nTests:\\n{test_list}' (a list column as one item per line).
         system_prompt: a system message before it.
@@ -57,7 +61,11 @@ class PromptArguments(DataArguments):
         truncate_long_prompts: cut prompts longer than the model has room for from their start; else refused.
     """
 
-    prompt_column: str = "question"
+    task: str | None = field(
+        default=None,
+        metadata={"help": "a task (tasks.registry) whose prompt these rows are asked with, as make eval asks them"},
+    )
+    prompt_column: str | None = field(default=None, metadata={"help": "the column whose text is the user message"})
     prompt_template: str | None = field(
         default=None,
         metadata={
@@ -80,6 +88,21 @@ class PromptArguments(DataArguments):
     truncate_long_prompts: bool = field(
         default=False, metadata={"help": "cut prompts longer than the model has room for (else refused)"}
     )
+
+    def __post_init__(self):
+        if self.task is not None:
+            if self.task not in TASKS:
+                raise ValueError(f"task {self.task!r} is not a task; the tasks: {', '.join(TASKS)}")
+            for key, value in TASKS[self.task].prompt_settings.items():
+                given = getattr(self, key)
+                if given is not None and given != value:
+                    raise ValueError(
+                        f"{key} {given!r} differs from task {self.task}'s {value!r}: the task defines how its "
+                        f"problems are asked (tasks/registry.py); drop {key} or the task"
+                    )
+                setattr(self, key, value)
+        if self.prompt_column is None:
+            self.prompt_column = "question"
 
 
 @dataclass

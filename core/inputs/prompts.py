@@ -3,6 +3,7 @@ model leaves them (`core.inputs.prepare` runs them after the rows are loaded and
 
 from core.errors import DataError
 from core.inputs.arguments import PromptArguments
+from tasks.registry import prompt_messages, prompt_text
 
 FIT_HINT = "shorten them, or cut them with truncate_long_prompts: true"
 
@@ -10,24 +11,6 @@ FIT_HINT = "shorten them, or cut them with truncate_long_prompts: true"
 def row_messages(row: dict, args: PromptArguments) -> list[dict]:
     """The chat messages a recipe prompts a (prepared) row with: its system prompt, then the user message."""
     return prompt_messages(prompt_text(row, args.prompt_column, args.prompt_template), args.system_prompt)
-
-
-def prompt_text(row: dict, prompt_column: str, prompt_template: str | None = None) -> str:
-    r"""The user message for a row: its `prompt_column`, or `prompt_template` filled from the row's columns (a list
-    column as one item per line), e.g. MBPP's tests shown under the task.
-
-    >>> prompt_text({"text": "Add one.", "test_list": ["assert f(1) == 2", "assert f(2) == 3"]}, "text",
-    ...             "{text}\nTests:\n{test_list}")
-    'Add one.\nTests:\nassert f(1) == 2\nassert f(2) == 3'
-    """
-    if not prompt_template:
-        return row[prompt_column]
-    return prompt_template.format(**{k: "\n".join(map(str, v)) if isinstance(v, list) else v for k, v in row.items()})
-
-
-def prompt_messages(question: str, system_prompt: str | None) -> list[dict]:
-    messages = [{"role": "system", "content": system_prompt}] if system_prompt else []
-    return messages + [{"role": "user", "content": question}]
 
 
 def fit_prompt_list(

@@ -78,11 +78,12 @@ def build_model(out: Path, hidden: int, layers: int, vocab: int):
 
 def grpo_messages(row: dict) -> list[dict]:
     """The messages the 7B GRPO config prompts a GSM8K row with, built as its recipe builds them."""
-    from core.inputs.prompts import prompt_messages, prompt_text
+    from core.inputs.arguments import PromptArguments
+    from core.inputs.prompts import row_messages
 
     config = yaml.safe_load((REPO_ROOT / "recipes" / "configs" / "7b" / "grpo.yaml").read_text())
-    text = prompt_text(row, config.get("prompt_column", "question"), config.get("prompt_template"))
-    return prompt_messages(text, config.get("system_prompt"))
+    names = {"dataset_name", "task", "prompt_column", "prompt_template", "system_prompt"}
+    return row_messages(row, PromptArguments(**{k: v for k, v in config.items() if k in names}))
 
 
 def write_data(work: Path, tokenizer_dir: Path) -> dict:

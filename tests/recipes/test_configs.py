@@ -126,10 +126,6 @@ def test_every_shipped_config_prompts_as_its_evaluation_task(path):
         assert row_messages(trained, args) == task.messages(prepare_row(task, dict(row)))
 
 
-# MBPP's prompt as its paper and `make eval TASK=mbpp` show it: every test (a list column renders one per line)
-ALL_TESTS = "{text}\nYour code should pass these tests:\n{test_list}\nReturn the code in one ```python block."
-
-
 def hard_coded(shown_asserts: str) -> str:
     """A completion that passes exactly the asserts it was shown and knows nothing else: each `assert f(args) ==
     expected` becomes a lookup from those arguments to that value."""
@@ -158,7 +154,7 @@ def test_a_hard_coded_mbpp_completion_no_longer_scores_full_marks_in_training():
     assert args.shown_tests == 1
     trained = prepare_prompts(args, config["reward_funcs"]).dataset
     everything = prepare_prompts(
-        type(args)(**{**vars(args), "shown_tests": None, "prompt_template": ALL_TESTS}),
+        type(args)(**{**vars(args), "task": "mbpp", "shown_tests": None, "prompt_template": None}),
         config["reward_funcs"],
     ).dataset  # every test shown and scored, as make eval TASK=mbpp
     shown = [row["tests_shown"] for row in trained]
@@ -194,3 +190,12 @@ def test_the_math_config_never_trains_on_a_problem_of_the_set_it_is_measured_on(
     kept = prepare_prompts(args, config["reward_funcs"]).dataset
     assert sorted(kept["problem"]) == sorted(r["problem"] for r in others)
     assert f"exclude_problems: 4 of 24 rows of {training} are problems of {stand_in}" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("path", PROMPTING, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_every_prompting_config_names_its_task_and_repeats_none_of_it(path):
+    from core.report.summary import PROFILE_TASKS
+
+    config = yaml.safe_load(path.read_text())
+    assert config["task"] == PROFILE_TASKS[path.parent.name]
+    assert not {"prompt_column", "prompt_template", "system_prompt", "shown_tests"} & set(config)
