@@ -36,11 +36,10 @@ def prepare_prompts(
     chat messages built into `column` and fitted to the room the completion budget leaves (`completion`: its value,
     setting name and where it came from). Without `model_args` (your own task in `make eval`) the rows come back
     unprompted."""
-    steps = [showing(args.shown_tests)] if args.shown_tests is not None else []
-    steps += data_steps(reward_names)
-    dataset, held = prompt_rows(
-        args, required_columns(reward_names), steps, heldout_fraction, seed, skip, limit, heldout_data
-    )
+    columns, steps = required_columns(reward_names), data_steps(reward_names)
+    if args.shown_tests is not None:  # held back before code_tests maps the test columns
+        steps = [showing(args.shown_tests), *steps]
+    dataset, held = prompt_rows(args, columns, steps, heldout_fraction, seed, skip, limit, heldout_data)
     if model_args is None:
         return Prompts(dataset, held, None)
     tokenizer = load_tokenizer(model_args)
