@@ -48,67 +48,25 @@ within the published interval.
 """
 
 import argparse
-import hashlib
 import json
-import os
-import platform
 import time
-from pathlib import Path
 
 from core.errors import one_line_errors
-from core.evaluation.benchmarks import TASKS, load_task_data
-from core.runs.folder import library_versions
-from core.runs.provenance import REPO, code_digest, commit, cpu
-from core.runs.timing import Elapsed
-from studies.comparison import matched
-from studies.comparison.published import against_published, read_published
-from studies.comparison.readme import rewrite_readmes
-from studies.comparison.report import plot, write_markdown
+from studies.comparison.published import read_published
 from studies.comparison.scores import NAME as SCORES
-from studies.comparison.scores import read_scores, score_lines, write_scores
-from studies.comparison.shared_runs import borrow, borrowed_note, same_settings, training_digest
-from studies.comparison.summary import from_scores, same_machine, summarise, summary_again
-from studies.comparison.sweep import EQUAL_KEYS, KEYS, chosen_settings, equal_budget, sweep, sweep_plan, table_seeds
+from studies.comparison.summary import summary_again
+from studies.comparison.sweep import EQUAL_KEYS, KEYS, equal_budget, sweep, sweep_plan
+from studies.comparison.table import BUDGETS, Comparison, resolve, run_table, write_report
 from studies.memory.estimate import estimate_all
 from studies.runner import (
-    CHECKPOINTS,
     METHODS,
     PROFILES,
     add_precision_argument,
-    precision_flags,
-    recipe_config,
-    resolve_load_in_4bit,
-    steps_for,
-    train_all,
 )
-from studies.scoring import Scoring, checkpoint_curves, evaluate, evaluate_all
-
-# The published comparisons (a real model's table reads a tiny world's from here, wherever its own --out is)
-PUBLISHED = REPO / "results" / "compare"
-
-BUDGETS = {
-    "prompts": "same prompts: every method sees the same training prompts once (GRPO samples k completions of each, "
-    "PPO one, DPO/IPO/ORPO train on pairs from k samples of each)",
-    "completions": "same completions: every method samples k x the prompts' completions (PPO over k x the prompts, "
-    "one each; GRPO k of each prompt; DPO/IPO/ORPO pairs from k samples of each)",
-}
 
 
-def write_report(summary: dict, settings: dict, estimates: dict, out: Path) -> None:
-    """summary.md (with the folder's sweep, if one was run), the plots and the generated parts of the folder's
-    README (studies.comparison.readme), after a run or from its JSON (--report)."""
-    sweep_path = out / "sweep.json"
-    sweep_rows = json.loads(sweep_path.read_text()) if sweep_path.is_file() else None
-    checked = PROFILES[settings["profile"]].get("checks")  # a real model's table says whether a tiny world's holds
-    published = read_published(PUBLISHED / checked) if checked else None
-    checks = (checked, published[0]) if published else None
-    write_markdown(summary, settings, out / "summary.md", sweep_rows, checks)
-    plot(summary, estimates, out)
-    for readme in rewrite_readmes(out):
-        print(f"[compare] {readme}: its generated parts rewritten from {out}")
-
-
-def main(argv=None):
+def arguments() -> argparse.ArgumentParser:
+    """The comparison's command line (the module's docstring is its help)."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--profile", default="tiny", choices=sorted(PROFILES))
     parser.add_argument("--prompts", type=int, help="training prompts every method sees once (profile default)")
@@ -185,215 +143,75 @@ def main(argv=None):
         help="rewrite summary.md, the plots and the README's generated parts from the folder's summary.json and "
         "settings.json; trains nothing",
     )
-    one_line_errors()
-    args = parser.parse_args(argv)
+    return parser
 
-    profile = PROFILES[args.profile]
-    prompts = args.prompts or profile["prompts"]
-    eval_k = args.eval_k or profile["eval_k"]
-    limit = args.eval_limit or profile["eval_limit"]
-    suffix = "-completions" if args.budget == "completions" else ""
-    out = Path(args.out or f"results/compare/{args.profile}{suffix}")
-    out.mkdir(parents=True, exist_ok=True)
-    grpo_config = recipe_config(args.profile, "grpo")[1]  # also fails early on a profile without configs
-    temperature = grpo_config["temperature"]
-    in_4bit = resolve_load_in_4bit(args.profile, args.load_in_4bit)
-    validation = profile["validation"]
-    if (args.sweep or validation) and validation and not Path(validation).is_file():
-        raise SystemExit(f"--profile {args.profile}: no validation split {validation} (make tiny builds it)")
-    start = time.time()
-    # a local model folder (the tiny worlds, smol) is estimated from its own config; the 7B from the shipped one
-    local_model = Path(grpo_config["model_name_or_path"]).is_dir()
-    estimate_model = grpo_config["model_name_or_path"] if local_model else profile["model_name"]
 
-    if args.report:
-        published = read_published(out)
-        if published is None:
-            raise SystemExit(f"--report: no summary.json and settings.json in {out} (make compare writes them)")
-        summary, settings = published
-        if "rule" in summary:  # every statistic again from per_problem.jsonl; the runs' measured costs as recorded
-            summary = summary_again(summary, settings, out)
-            (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-        write_report(summary, settings, estimate_all(estimate_model, args.profile)[0], out)
-        if "rule" in summary:
-            print(f"[compare] rewrote {out}/summary.json, summary.md and the plots from {out}/{SCORES}")
-        else:  # a table from before per-problem scores were kept
-            print(f"[compare] rewrote {out}/summary.md and the plots from its summary.json")
-        return summary
-
-    if args.sweep:
-        if not validation:
-            raise SystemExit(f"--profile {args.profile} has no validation split to sweep on")
-        grid, plan = sweep_plan(
-            args.profile, args.methods, args.learning_rates, args.sweep_seeds, args.sweep_extend, args.key_points
-        )
-        keys = KEYS
-        if args.equal_budget:
-            plan |= {"extend": 0, "key_points": plan["key_points"] or 3}
-            keys = EQUAL_KEYS
-            configurations = equal_budget(grid, plan["key_points"])
-            print(f"[sweep] an equal budget: {configurations} configurations a method, {plan['seeds']} seeds each")
-        results = sweep(
-            args.profile,
-            prompts,
-            out,
-            args.methods,
-            grid,
-            validation,
-            args.validation_k,
-            limit,
-            load_in_4bit=in_4bit,
-            resume=args.resume,
-            keys=keys,
-            **plan,
-        )
-        for row in results:
-            if row["chosen"] and row["method"] in args.methods:
-                edge = " (at the grid's edge)" if row.get("at_edge") else ""
-                print(
-                    f"[sweep] {row['method']}: {row['key']} {row['value']:g}{edge} (validation sampled pass@1 "
-                    f"{row['validation_sampled_pass1']:.3f} over {len(row['seeds'])} seeds)"
-                )
-        print(f"[sweep] wrote {out}/sweep.json, sweep.png in {time.time() - start:.0f} s")
-        return results
-
-    published = read_published(out)  # before this run replaces it: what it prints itself against at the end
-    runs = {}
-    checkpoints = profile.get("checkpoints", CHECKPOINTS) if validation else 0
-    precision = precision_flags(in_4bit)
-    k = grpo_config.get("num_generations", 8)
-    prompts_for = {"ppo": prompts * k} if args.budget == "completions" else None
-    if args.heldout and not Path(args.heldout).is_file():
-        raise SystemExit(f"--heldout {args.heldout}: no such file")
-    heldout_rows = load_task_data(TASKS[profile["task"]], args.heldout, limit)
-    eval_n = len(heldout_rows)
-    same = {
-        "profile": args.profile,
-        "prompts": prompts,
-        "eval_k": eval_k,
-        "eval_n": eval_n,
-        "temperature": temperature,
-        "load_in_4bit": in_4bit,
-        "validation_k": args.validation_k,
-        "training_digest": training_digest(),
-        "heldout_sha256": hashlib.sha256(Path(args.heldout).read_bytes()).hexdigest() if args.heldout else None,
-    }
-    borrowed = []
-    source = Path(args.same_runs_from) if args.same_runs_from else PUBLISHED / args.profile
-    # a same-completions table is tuned by its same-prompts table's sweep, unless it has one of its own
-    tuned_from = source if prompts_for and not (out / "sweep.json").is_file() else out
-    same["tuned"] = tuned = chosen_settings(tuned_from / "sweep.json", args.methods) if args.tuned else None
-    # the sweeps that tuned it: its folder's; for a published table, the profile's published one (the configs' rates
-    # came from it); for the same-completions budget, the same-prompts table's it borrows runs from
-    tuned_by = [out / "sweep.json"]
-    tuned_by += [PUBLISHED / args.profile / "sweep.json"] if out.resolve().is_relative_to(PUBLISHED.resolve()) else []
-    shares = prompts_for and args.resume and source.resolve() != out.resolve() and same_settings(source, same)
-    tuned_by += [source / "sweep.json"] if shares else []
-    seeds = table_seeds(args.first_seed, args.seeds, tuned_by)
-    if shares:
-        # the methods whose budget is the same under both: the same-prompts comparison's runs, not trained again
-        borrowed = borrow(source, out, [m for m in args.methods if m not in prompts_for], seeds, same)
-        if borrowed:
-            print(
-                f"[compare] the same runs as {source} (same training code, prompts, evaluation): {', '.join(borrowed)}"
-            )
-    elapsed = Elapsed(out, args.resume)
-    for seed in seeds:
-        runs |= train_all(
-            args.profile,
-            prompts,
-            out,
-            args.methods,
-            seed,
-            checkpoints=checkpoints,
-            flags=precision,
-            prompts_for=prompts_for,
-            resume=args.resume,
-            learning_rates={m: t["learning_rate"] for m, t in tuned.items()} if tuned else None,
-            method_flags={
-                m: [a for k, v in t.items() if k != "learning_rate" for a in (f"--{k}", str(v))]
-                for m, t in tuned.items()
-            }
-            if tuned
-            else None,
-        )
-        elapsed.save()
-    model_name = grpo_config["model_name_or_path"]
-    scoring = Scoring(
-        model_name, profile["task"], heldout_rows, eval_k, temperature, out, in_4bit, args.resume, args.heldout
-    )
-    evals = evaluate_all(runs, scoring)
-    curves = base_validation = None
-    if checkpoints:
-        curves = checkpoint_curves(
-            model_name,
-            runs,
-            profile["task"],
-            validation,
-            args.validation_k,
-            temperature,
-            limit,
-            load_in_4bit=in_4bit,
-            resume=args.resume,
-        )
-        rows = load_task_data(TASKS[profile["task"]], validation, limit)
-        base_validation = evaluate(
-            grpo_config["model_name_or_path"],
-            None,
-            profile["task"],
-            rows,
-            args.validation_k,
-            temperature,
-            greedy=False,
-            load_in_4bit=in_4bit,
-        )[0]["sampled"]
-
-    estimates = estimate_all(estimate_model, args.profile)[0]
-    write_scores(out, score_lines(evals, eval_k))
-    records = summarise(runs, evals, estimates, curves)
-    same_machine(records)
-    if checkpoints:  # held-out accuracy at matched CPU seconds, from the checkpoints
-        matched.score(runs, evals, scoring)
-    summary = from_scores(records, read_scores(out), args.methods, base_validation, args.budget, out)
-    measure = next((r["memory_measure"] for r in records if "memory_measure" in r), "n/a")
-    settings = {
-        **same,
-        "budget": args.budget,
-        "budget_means": BUDGETS[args.budget],
-        "methods": args.methods,
-        "task": profile["task"],
-        "seeds": args.seeds,
-        "first_seed": seeds[0],
-        "validation": validation,
-        "learning_rates": {m: recipe_config(args.profile, m)[1].get("learning_rate") for m in args.methods},
-        "headline": "sampled pass@1",
-        "memory_measure": measure,
-        "machine": platform.platform(),
-        "processor": platform.processor() or platform.machine(),
-        "commit": commit(),
-        "code_digest": code_digest(),
-        **cpu(),
-        "cpus": os.cpu_count(),
-        "versions": library_versions(),
-        # wall seconds of every invocation that worked on this table (--resume adds them up), and of this one
-        "seconds": round(elapsed.save(), 1),
-        "seconds_this_invocation": round(time.time() - start, 1),
-        "borrowed": borrowed_note(source, borrowed),
-        "steps": {
-            m: steps_for(m, recipe_config(args.profile, m)[1], (prompts_for or {}).get(m, prompts))
-            for m in ("grpo", "ppo")
-        },
-    }
-    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    (out / "settings.json").write_text(json.dumps(settings, indent=2) + "\n")
-    write_report(summary, settings, estimates, out)
-    print((out / "summary.md").read_text())
-    print("\n".join(against_published(summary, settings, published)))
-    print(
-        f"[compare] wrote {out}/summary.json, summary.md, memory.png, accuracy.png, rewards.png, compute.png "
-        f"in {settings['seconds']:.0f} s"
-    )
+def report(run: Comparison) -> dict:
+    """`--report`: summary.json (from per_problem.jsonl), summary.md, the plots and the READMEs again; trains
+    nothing."""
+    out = run.out
+    published = read_published(out)
+    if published is None:
+        raise SystemExit(f"--report: no summary.json and settings.json in {out} (make compare writes them)")
+    summary, settings = published
+    if "rule" in summary:  # every statistic again from per_problem.jsonl; the runs' measured costs as recorded
+        summary = summary_again(summary, settings, out)
+        (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    write_report(summary, settings, estimate_all(run.estimate_model, run.args.profile)[0], out)
+    if "rule" in summary:
+        print(f"[compare] rewrote {out}/summary.json, summary.md and the plots from {out}/{SCORES}")
+    else:  # a table from before per-problem scores were kept
+        print(f"[compare] rewrote {out}/summary.md and the plots from its summary.json")
     return summary
+
+
+def run_sweep(run: Comparison) -> list[dict]:
+    """`--sweep`: each method's learning rate (and key) chosen on the validation split; sweep.json, sweep.png."""
+    args = run.args
+    if not run.validation:
+        raise SystemExit(f"--profile {args.profile} has no validation split to sweep on")
+    grid, plan = sweep_plan(
+        args.profile, args.methods, args.learning_rates, args.sweep_seeds, args.sweep_extend, args.key_points
+    )
+    keys = KEYS
+    if args.equal_budget:
+        plan |= {"extend": 0, "key_points": plan["key_points"] or 3}
+        keys = EQUAL_KEYS
+        configurations = equal_budget(grid, plan["key_points"])
+        print(f"[sweep] an equal budget: {configurations} configurations a method, {plan['seeds']} seeds each")
+    results = sweep(
+        args.profile,
+        run.prompts,
+        run.out,
+        args.methods,
+        grid,
+        run.validation,
+        args.validation_k,
+        run.limit,
+        load_in_4bit=run.in_4bit,
+        resume=args.resume,
+        keys=keys,
+        **plan,
+    )
+    for row in results:
+        if row["chosen"] and row["method"] in args.methods:
+            edge = " (at the grid's edge)" if row.get("at_edge") else ""
+            print(
+                f"[sweep] {row['method']}: {row['key']} {row['value']:g}{edge} (validation sampled pass@1 "
+                f"{row['validation_sampled_pass1']:.3f} over {len(row['seeds'])} seeds)"
+            )
+    print(f"[sweep] wrote {run.out}/sweep.json, sweep.png in {time.time() - run.start:.0f} s")
+    return results
+
+
+def main(argv=None):
+    one_line_errors()
+    run = resolve(arguments().parse_args(argv))
+    if run.args.report:
+        return report(run)
+    if run.args.sweep:
+        return run_sweep(run)
+    return run_table(run)
 
 
 if __name__ == "__main__":
