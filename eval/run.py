@@ -72,7 +72,8 @@ def generate_vllm(
     return [[choice.text for choice in output.outputs] for output in outputs]
 
 
-def main(argv=None):
+def arguments() -> argparse.ArgumentParser:
+    """make eval's command line (the module's docstring is its help)."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", required=True, help="local path or hub id of the base model")
     parser.add_argument("--adapter", help="a run directory holding a LoRA adapter")
@@ -114,23 +115,12 @@ def main(argv=None):
     parser.add_argument("--use_vllm", action="store_true", help="generate with vLLM (optional, must be installed)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", help="output folder (default results/eval/<task>-<timestamp>)")
-    one_line_errors()
-    args = parser.parse_args(argv)
+    return parser
 
-    temperature = args.temperature if args.temperature is not None else (0.8 if args.k > 1 else 0.0)
-    if temperature < 0 or (args.k > 1 and temperature == 0):
-        raise UserError(
-            f"--temperature {temperature:g} with --k {args.k}: "
-            + ("a temperature must be >= 0 (0: greedy)" if temperature < 0 else "k > 1 samples need a temperature > 0")
-        )
-    if args.k < 1 or args.batch_size < 1 or (args.max_new_tokens is not None and args.max_new_tokens < 1):
-        raise UserError("--k, --batch_size and --max_new_tokens must be >= 1")
-    if args.use_vllm:
-        import importlib.util
 
-        if importlib.util.find_spec("vllm") is None:
-            raise SystemExit("--use_vllm: vLLM is not installed (pip install vllm); drop the flag to use transformers")
-    # bad data, rewards or settings fail here, before the model loads
+def load_task(args) -> tuple:
+    """(task, rows, its name, the completion budget): a built-in task's rows, or your own data scored by your rewards;
+    bad data, rewards or settings fail here, before the model loads."""
     if args.rewards:
         if not args.data:
             raise UserError("--rewards scores your own task: give its data with --data (a local file or a hub id)")
@@ -158,6 +148,81 @@ def main(argv=None):
                 raise SystemExit(str(error)) from error
     else:
         raise UserError("say what to evaluate: --task (" + ", ".join(sorted(TASKS)) + ") or --data with --rewards")
+    return task, rows, task_name, max_new_tokens
+
+
+def say(args, task, rows: list, metrics: dict, results: dict, unparseable: list[int], out: Path) -> None:
+    """The printed line: the headline metric with its interval (and the rewards' means), unparseable golds named."""
+    temperature = results["generation"]["temperature"]
+    headline = (
+        f"accuracy {metrics['accuracy']:.1%} [{metrics['accuracy_ci95'][0]:.1%}, {metrics['accuracy_ci95'][1]:.1%}]"
+        if args.k == 1
+        else ", ".join(
+            f"{key} {value:.1%}"
+            for key, value in metrics.items()
+            if key.startswith("pass@") and not key.endswith("ci95")
+        )
+    )
+    if args.rewards:
+        means = ", ".join(
+            f"{name} {m['mean']:.3f}" if m["mean"] is not None else f"{name} n/a"
+            for name, m in results["reward_means"].items()
+        )
+        headline += f" (weighted >= {task.threshold:g}); mean {means}; weighted {results['weighted_mean']['mean']:.3f}"
+    if unparseable:
+        print(
+            f"warning: {len(unparseable)} of {len(rows)} gold answers cannot be parsed; scored wrong (in n): "
+            + ", ".join(repr(str(rows[i][task.gold])[:60]) for i in unparseable[:5])
+        )
+    print(
+        f"{results['task']}: {headline} on n={len(rows)} ({args.model}{' + ' + args.adapter if args.adapter else ''}, "
+        f"{'greedy' if temperature == 0 else f'T={temperature}'}, {results['generation']['precision']}) -> {out}"
+    )
+
+
+def scored(args, task, rows: list, samples, model, tokenizer, temperature: float) -> tuple:
+    """(metrics, per-sample records, the template results.json records, what else it records): a built-in task
+    scored by its verifier, or your own by your rewards."""
+    if args.rewards:
+        reward_summary, records = score_samples(task, rows, samples)
+        metrics = accuracy_metrics(records, args.k, len(rows))
+        template = {
+            "system_prompt": task.system_prompt,
+            "prompt_column": task.prompt_column,
+            "prompt_template": task.prompt_template,
+            "chat_template": True,
+        }
+        extra = {
+            "rewards": task.reward_names,
+            "reward_weights": task.reward_weights,
+            "pass_threshold": task.threshold,
+            **reward_summary,
+        }
+    else:
+        metrics, records = evaluate_model(model, tokenizer, args.task, rows, args.k, temperature, samples=samples)
+        template = {"system_prompt": task.system_prompt, "user": task.template, "chat_template": True}
+        extra = {}
+    return metrics, records, template, extra
+
+
+def main(argv=None):
+    one_line_errors()
+    args = arguments().parse_args(argv)
+
+    temperature = args.temperature if args.temperature is not None else (0.8 if args.k > 1 else 0.0)
+    if temperature < 0 or (args.k > 1 and temperature == 0):
+        raise UserError(
+            f"--temperature {temperature:g} with --k {args.k}: "
+            + ("a temperature must be >= 0 (0: greedy)" if temperature < 0 else "k > 1 samples need a temperature > 0")
+        )
+    if args.k < 1 or args.batch_size < 1 or (args.max_new_tokens is not None and args.max_new_tokens < 1):
+        raise UserError("--k, --batch_size and --max_new_tokens must be >= 1")
+    if args.use_vllm:
+        import importlib.util
+
+        if importlib.util.find_spec("vllm") is None:
+            raise SystemExit("--use_vllm: vLLM is not installed (pip install vllm); drop the flag to use transformers")
+    task, rows, task_name, max_new_tokens = load_task(args)
     if args.adapter:
         check_adapter(args.adapter)
     saved = saved_config(args.adapter)
@@ -189,25 +254,7 @@ def main(argv=None):
     else:
         model, tokenizer = load_for_eval(args.model, args.adapter, four_bit)
         samples = generate(model, tokenizer, prompts, max_new_tokens, args.batch_size, temperature, args.k)
-    if args.rewards:
-        reward_summary, records = score_samples(task, rows, samples)
-        metrics = accuracy_metrics(records, args.k, len(rows))
-        template = {
-            "system_prompt": task.system_prompt,
-            "prompt_column": task.prompt_column,
-            "prompt_template": task.prompt_template,
-            "chat_template": True,
-        }
-        extra = {
-            "rewards": task.reward_names,
-            "reward_weights": task.reward_weights,
-            "pass_threshold": task.threshold,
-            **reward_summary,
-        }
-    else:
-        metrics, records = evaluate_model(model, tokenizer, args.task, rows, args.k, temperature, samples=samples)
-        template = {"system_prompt": task.system_prompt, "user": task.template, "chat_template": True}
-        extra = {}
+    metrics, records, template, extra = scored(args, task, rows, samples, model, tokenizer, temperature)
     out = Path(
         args.out
         or f"results/eval/{task_name.replace(':', '-').replace(',', '+')[:60]}-{time.strftime('%Y%m%d-%H%M%S')}"
@@ -248,30 +295,7 @@ def main(argv=None):
     # samples first: results.json, what the next command reads, is written whole and last
     write_text_whole(out / "samples.jsonl", "".join(json.dumps(r) + "\n" for r in records))
     write_text_whole(out / "results.json", json.dumps(results, indent=2) + "\n")
-    headline = (
-        f"accuracy {metrics['accuracy']:.1%} [{metrics['accuracy_ci95'][0]:.1%}, {metrics['accuracy_ci95'][1]:.1%}]"
-        if args.k == 1
-        else ", ".join(
-            f"{key} {value:.1%}"
-            for key, value in metrics.items()
-            if key.startswith("pass@") and not key.endswith("ci95")
-        )
-    )
-    if args.rewards:
-        means = ", ".join(
-            f"{name} {m['mean']:.3f}" if m["mean"] is not None else f"{name} n/a"
-            for name, m in results["reward_means"].items()
-        )
-        headline += f" (weighted >= {task.threshold:g}); mean {means}; weighted {results['weighted_mean']['mean']:.3f}"
-    if unparseable:
-        print(
-            f"warning: {len(unparseable)} of {len(rows)} gold answers cannot be parsed; scored wrong (in n): "
-            + ", ".join(repr(str(rows[i][task.gold])[:60]) for i in unparseable[:5])
-        )
-    print(
-        f"{task_name}: {headline} on n={len(rows)} ({args.model}{' + ' + args.adapter if args.adapter else ''}, "
-        f"{'greedy' if temperature == 0 else f'T={temperature}'}, {precision}) -> {out}"
-    )
+    say(args, task, rows, metrics, results, unparseable, out)
     return results
 
 
