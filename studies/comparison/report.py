@@ -165,10 +165,8 @@ def provenance(summary: dict, settings: dict) -> str:
     )
 
 
-def write_markdown(
-    summary: dict, settings: dict, path: Path, sweep: list | None = None, checks: tuple[str, dict] | None = None
-) -> None:
-    """summary.md; with `checks` (a tiny world's profile and published summary), whether its claims hold here."""
+def methods_table(summary: dict, settings: dict) -> list[str]:
+    """summary.md's title, what the table measures, and one row per method."""
     n_seeds = max(a["n_seeds"] for a in summary["methods"])
     lines = [
         f"# Method comparison, profile `{settings['profile']}`",
@@ -225,16 +223,12 @@ def write_markdown(
             f"| {reward_time} | {num(a['sandbox_programs_per_second'], '.0f')} "
             f"| {pct(a['clipped_share'])} | {', '.join(flags)} |"
         )
-    lines += ["", "## What holds", "", what_holds(summary)]
-    if checks:
-        lines += ["", *transfer_table(checks[1], summary, checks[0], settings["profile"])]
-    compute = compute_lines(summary)
-    lines += ["", "## Accuracy against compute", "", *compute] if compute else []
-    lines += ["", matched_section(summary["matched"])] if summary.get("matched") else []
-    if summary.get("against_base"):
-        lines += ["", *markdown(summary["against_base"], "## Against the base")]
-    lines += ["", *markdown(summary["versus"])] if summary.get("versus") else []
-    lines += [
+    return lines
+
+
+def single_runs(summary: dict) -> list[str]:
+    """summary.md's part with one row per run (each method, each seed)."""
+    lines = [
         "",
         "## Single runs",
         "",
@@ -251,22 +245,45 @@ def write_markdown(
             f"| {diff(r['greedy_vs_base'], r['greedy_vs_base_ci95'])} | {r['seconds_per_step']:.2f} "
             f"| {num(r['reward_first'], '.3f')} -> {num(r['reward_last'], '.3f')} ({r['reward_key']}) |"
         )
-    if sweep:
-        lines += [
-            "",
-            "## Sweep (validation split)",
-            "",
-            "| method | key | value | learning rate | validation sampled pass@1 | seeds | chosen |",
-            "|---|---|---|---|---|---|---|",
-        ]
-        for row in sweep:
-            key, value = row.get("key", "learning_rate"), row.get("value", row["learning_rate"])
-            seeds = ", ".join(f"{v:.1%}" for v in row["per_seed"]) if "per_seed" in row else "1"
-            chosen = ("yes, at the grid's edge" if row.get("at_edge") else "yes") if row["chosen"] else ""
-            lines.append(
-                f"| {row['method']} | {key} | {value:g} | {row['learning_rate']:g} "
-                f"| {pct(row['validation_sampled_pass1'], row['ci95'])} | {seeds} | {chosen} |"
-            )
+    return lines
+
+
+def sweep_table(sweep: list[dict]) -> list[str]:
+    """summary.md's part with the folder's sweep: each point's validation sampled pass@1, the chosen one marked."""
+    lines = [
+        "",
+        "## Sweep (validation split)",
+        "",
+        "| method | key | value | learning rate | validation sampled pass@1 | seeds | chosen |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for row in sweep:
+        key, value = row.get("key", "learning_rate"), row.get("value", row["learning_rate"])
+        seeds = ", ".join(f"{v:.1%}" for v in row["per_seed"]) if "per_seed" in row else "1"
+        chosen = ("yes, at the grid's edge" if row.get("at_edge") else "yes") if row["chosen"] else ""
+        lines.append(
+            f"| {row['method']} | {key} | {value:g} | {row['learning_rate']:g} "
+            f"| {pct(row['validation_sampled_pass1'], row['ci95'])} | {seeds} | {chosen} |"
+        )
+    return lines
+
+
+def write_markdown(
+    summary: dict, settings: dict, path: Path, sweep: list | None = None, checks: tuple[str, dict] | None = None
+) -> None:
+    """summary.md; with `checks` (a tiny world's profile and published summary), whether its claims hold here."""
+    lines = methods_table(summary, settings)
+    lines += ["", "## What holds", "", what_holds(summary)]
+    if checks:
+        lines += ["", *transfer_table(checks[1], summary, checks[0], settings["profile"])]
+    compute = compute_lines(summary)
+    lines += ["", "## Accuracy against compute", "", *compute] if compute else []
+    lines += ["", matched_section(summary["matched"])] if summary.get("matched") else []
+    if summary.get("against_base"):
+        lines += ["", *markdown(summary["against_base"], "## Against the base")]
+    lines += ["", *markdown(summary["versus"])] if summary.get("versus") else []
+    lines += single_runs(summary)
+    lines += sweep_table(sweep) if sweep else []
     lines += [
         "",
         "Peak memory is measured in each method's own process: "
@@ -286,18 +303,13 @@ def write_markdown(
     path.write_text("\n".join(lines))
 
 
-def plot(summary: dict, estimates: dict | None, out: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
+def plot_memory(summary: dict, estimates: dict | None, out: Path) -> None:
+    """memory.png: measured peak memory per method (runtime and training), and the estimate by component."""
     import matplotlib.pyplot as plt
 
-    methods = summary["methods"]
-    trained = [a for a in methods if a["method"] != "base"]
+    trained = [a for a in summary["methods"] if a["method"] != "base"]
     names = [a["method"] for a in trained]
     runs = [r for r in summary["runs"] if r["method"] != "base"]
-    colors = {a["method"]: f"C{i}" for i, a in enumerate(methods)}
-
     panels = 2 if estimates else 1
     fig, axes = plt.subplots(1, panels, figsize=(6 * panels, 4), squeeze=False)
     runtime = [next(r for r in runs if r["method"] == n).get("runtime_memory_mb") or 0 for n in names]
@@ -322,7 +334,12 @@ def plot(summary: dict, estimates: dict | None, out: Path) -> None:
     fig.savefig(out / "memory.png", dpi=100)
     plt.close(fig)
 
-    # accuracy: the mean over seeds with its interval, and every single run as a point
+
+def plot_accuracy(summary: dict, out: Path) -> None:
+    """accuracy.png: each method's held-out accuracy over seeds with its interval, every seed a point."""
+    import matplotlib.pyplot as plt
+
+    methods = summary["methods"]
     fig, ax = plt.subplots(figsize=(7, 4))
     metrics = (("sampled_pass1", "sampled_pass1_ci95", "sampled pass@1"), ("greedy_accuracy", "greedy_ci95", "greedy"))
     for offset, (metric, run_ci, label) in enumerate(metrics):
@@ -347,7 +364,16 @@ def plot(summary: dict, estimates: dict | None, out: Path) -> None:
     fig.savefig(out / "accuracy.png", dpi=100)
     plt.close(fig)
 
-    # training signal: every seed's raw points and its rolling mean
+
+def plot_rewards(summary: dict, out: Path) -> None:
+    """rewards.png: each method's training signal, every seed's raw points and rolling mean."""
+    import matplotlib.pyplot as plt
+
+    methods = summary["methods"]
+    trained = [a for a in methods if a["method"] != "base"]
+    runs = [r for r in summary["runs"] if r["method"] != "base"]
+    colors = {a["method"]: f"C{i}" for i, a in enumerate(methods)}
+
     fig, axes = plt.subplots(1, max(1, len(trained)), figsize=(4 * max(1, len(trained)), 3.5), squeeze=False)
     for ax, a in zip(axes[0], trained, strict=False):
         for r in (r for r in runs if r["method"] == a["method"] and r["reward_curve"]):
@@ -368,7 +394,16 @@ def plot(summary: dict, estimates: dict | None, out: Path) -> None:
     fig.savefig(out / "rewards.png", dpi=100)
     plt.close(fig)
 
-    # accuracy against compute: validation sampled pass@1 at each checkpoint, mean over seeds and its range
+
+def plot_compute(summary: dict, out: Path) -> None:
+    """compute.png: validation sampled pass@1 at each checkpoint against training seconds and completions."""
+    import matplotlib.pyplot as plt
+
+    methods = summary["methods"]
+    trained = [a for a in methods if a["method"] != "base"]
+    runs = [r for r in summary["runs"] if r["method"] != "base"]
+    colors = {a["method"]: f"C{i}" for i, a in enumerate(methods)}
+
     if any(r.get("compute_curve") for r in runs):
         fig, axes = plt.subplots(1, 2, figsize=(11, 4))
         for a in trained:
@@ -397,3 +432,14 @@ def plot(summary: dict, estimates: dict | None, out: Path) -> None:
         fig.tight_layout()
         fig.savefig(out / "compute.png", dpi=100)
         plt.close(fig)
+
+
+def plot(summary: dict, estimates: dict | None, out: Path) -> None:
+    """The table's figures: memory.png, accuracy.png, rewards.png and, where runs saved checkpoints, compute.png."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    plot_memory(summary, estimates, out)
+    plot_accuracy(summary, out)
+    plot_rewards(summary, out)
+    plot_compute(summary, out)
