@@ -18,6 +18,7 @@ from core.evaluation.benchmarks import TASKS, load_task_data
 from core.inputs.data import pairs_cost
 from core.report.stats import share_over_seeds
 from core.runs.provenance import commit, cpu
+from studies.comparison.tuning import plot_sweep
 from studies.runner import (
     METHODS,
     PREFERENCE_METHODS,
@@ -262,6 +263,69 @@ def same_point(
     )
 
 
+def measured_run(
+    profile: str,
+    prompts: int,
+    run_folder: Path,
+    method: str,
+    seed: int,
+    rate: float,
+    flags: tuple,
+    pairs_file: Path | None,
+    validation: tuple,
+    measured: dict,
+) -> dict:
+    """One sweep run: `method` trained with `seed` at learning rate `rate` and `flags` in `run_folder`, then its
+    validation sampled pass@1 (`validation`: the GRPO config, task, rows, k and precision), where it was measured."""
+    config, task, rows, k, load_in_4bit = validation
+    run_folder.mkdir(parents=True, exist_ok=True)
+    trained = train_all(
+        profile, prompts, run_folder, [method], seed, {method: rate}, checkpoints=0, flags=flags, pairs_file=pairs_file
+    )
+    metrics, _ = evaluate(
+        config["model_name_or_path"],
+        trained[(method, seed)],
+        task,
+        rows,
+        k,
+        config["temperature"],
+        greedy=False,
+        load_in_4bit=load_in_4bit,
+        sample_seed=seed,
+    )
+    return {
+        "seed": seed,
+        "validation_sampled_pass1": metrics["sampled"],
+        "ci95": metrics["sampled_ci95"],
+        "validation_n": len(rows),
+        "k": k,
+        "measured": measured,
+    }
+
+
+def write_progress(path: Path, kept: list, results: list, progress: list, earlier: list, methods) -> None:
+    """sweep.json as far as the sweep got: the other methods' rows (`kept`), the finished methods' (`results`), the
+    points measured since (not chosen yet), and, from a resumed sweep's `earlier` file, the points it has not reached
+    yet (they stay until it does)."""
+    finished = {id(r) for r in results}
+    unfinished = [{**r, "chosen": False, "at_edge": False} for r in progress if id(r) not in finished]
+    reached = {(r["method"], r.get("key"), r.get("value")) for r in results + progress}
+    ahead = [
+        r for r in earlier if r["method"] in methods and (r["method"], r.get("key"), r.get("value")) not in reached
+    ]
+    path.write_text(json.dumps(in_order(kept + results + unfinished + ahead), indent=2) + "\n")
+
+
+def fresh_key_grid(chosen: dict, key: str, method_config: dict, key_points: int) -> tuple[list[float], dict]:
+    """(a key's grid around its config's value, the point already measured): the point at the value the chosen
+    rate trained with is the chosen rate's own run (its critic's rate: centred on the chosen rate itself)."""
+    centre = chosen["value"] if key == "value_learning_rate" else method_config.get(key, 0.0)
+    grid = key_grid(centre, key_points)
+    same = next((v for v in grid if math.isclose(v, centre)), None)
+    shared = {**chosen, "key": key, "value": same, "same_run_as": "learning_rate"}
+    return grid, ({same: shared} if same is not None else {})
+
+
 def sweep(
     profile: str,
     prompts: int,
@@ -314,43 +378,22 @@ def sweep(
             print(f"[sweep] {method} {key} {value:g}: measured before, kept", flush=True)
             progress.append({name: v for name, v in before[0].items() if name not in ("chosen", "at_edge")})
             return progress[-1]
-        runs = []
         extra = () if key == "learning_rate" else (f"--{key}", str(value))
-        for seed in range(seeds):
-            run_folder = folder / f"{method}-{key}-{value:g}"
-            run_folder.mkdir(parents=True, exist_ok=True)
-            trained = train_all(
+        runs = [
+            measured_run(
                 profile,
                 prompts,
-                run_folder,
-                [method],
+                folder / f"{method}-{key}-{value:g}",
+                method,
                 seed,
-                {method: rate},
-                checkpoints=0,
-                flags=(*flags, *extra),
-                pairs_file=pairs_of(seed) if method in PREFERENCE_METHODS else None,
+                rate,
+                (*flags, *extra),
+                pairs_of(seed) if method in PREFERENCE_METHODS else None,
+                (config, task, rows, k, load_in_4bit),
+                measured,
             )
-            metrics, _ = evaluate(
-                config["model_name_or_path"],
-                trained[(method, seed)],
-                task,
-                rows,
-                k,
-                config["temperature"],
-                greedy=False,
-                load_in_4bit=load_in_4bit,
-                sample_seed=seed,
-            )
-            runs.append(
-                {
-                    "seed": seed,
-                    "validation_sampled_pass1": metrics["sampled"],
-                    "ci95": metrics["sampled_ci95"],
-                    "validation_n": len(rows),
-                    "k": k,
-                    "measured": measured,
-                }
-            )
+            for seed in range(seeds)
+        ]
         progress.append({**aggregated(method, key, value, rate, runs, len(rows) * k), "prompts": prompts})
         row = progress[-1]
         save()
@@ -364,16 +407,7 @@ def sweep(
     results, progress = [], []  # the finished methods' rows; every point measured so far
 
     def save() -> None:
-        finished = {id(r) for r in results}
-        unfinished = [{**r, "chosen": False, "at_edge": False} for r in progress if id(r) not in finished]
-        # a resumed sweep's points it has not reached yet stay in the file until it does
-        reached = {(r["method"], r.get("key"), r.get("value")) for r in results + progress}
-        ahead = [
-            r
-            for r in earlier
-            if resume and r["method"] in methods and (r["method"], r.get("key"), r.get("value")) not in reached
-        ]
-        path.write_text(json.dumps(in_order(kept + results + unfinished + ahead), indent=2) + "\n")
+        write_progress(path, kept, results, progress, earlier if resume else [], methods)
 
     for method in methods:
         own = tune(lambda value, m=method: point(m, "learning_rate", value, value), grid[method], extend)
@@ -382,15 +416,7 @@ def sweep(
         method_config = recipe_config(profile, method)[1]
         for key in keys.get(method, ()) if key_points else ():
             held = held_grid(earlier, method, key, chosen["value"], settings, machine) if resume else []
-            if held:  # its points are kept as measured, the one the chosen rate's run shares among them
-                grid_, done = held, {}
-            else:
-                centre = chosen["value"] if key == "value_learning_rate" else method_config.get(key, 0.0)
-                grid_ = key_grid(centre, key_points)
-                # the point at the value the chosen rate trained with is the chosen rate's own run
-                same = next((v for v in grid_ if math.isclose(v, centre)), None)
-                shared = {**chosen, "key": key, "value": same, "same_run_as": "learning_rate"}
-                done = {same: shared} if same is not None else {}
+            grid_, done = (held, {}) if held else fresh_key_grid(chosen, key, method_config, key_points)
             results += tune(lambda v, m=method, k=key, r=chosen["value"]: point(m, k, v, r), grid_, extend, done)
         save()
 
@@ -410,37 +436,3 @@ def in_order(rows: list[dict]) -> list[dict]:
             r.get("value", r["learning_rate"]),
         ),
     )
-
-
-def plot_sweep(results: list[dict], path: Path) -> None:
-    """Validation sampled pass@1 against each key's value, one line per method (learning rates on the left)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    keys = list(dict.fromkeys(r.get("key", "learning_rate") for r in results))
-    fig, axes = plt.subplots(1, len(keys), figsize=(6 * len(keys), 4), squeeze=False)
-    for ax, key in zip(axes[0], keys, strict=True):
-        for method in dict.fromkeys(r["method"] for r in results):
-            own = [r for r in results if r["method"] == method and r.get("key", "learning_rate") == key]
-            if not own:
-                continue
-            ax.errorbar(
-                [r.get("value", r["learning_rate"]) for r in own],
-                [r["validation_sampled_pass1"] for r in own],
-                yerr=[
-                    [r["validation_sampled_pass1"] - r["ci95"][0] for r in own],
-                    [r["ci95"][1] - r["validation_sampled_pass1"] for r in own],
-                ],
-                marker="o",
-                capsize=3,
-                label=method,
-            )
-        ax.set_xscale("log")
-        ax.set_xlabel(key)
-        ax.set_ylabel("validation sampled pass@1 (mean over seeds, 95% CI)")
-        ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)

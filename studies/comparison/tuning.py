@@ -1,5 +1,8 @@
-"""A sweep in a published table's README: each method's key and value with its validation score, the chosen one,
-and the tuning budget each method had (how many configurations it trained), said equal or not."""
+"""A sweep shown: in a published table's README, each method's key and value with its validation score, the chosen
+one, and the tuning budget each method had (how many configurations it trained), said equal or not; and its figure
+(sweep.png)."""
+
+from pathlib import Path
 
 
 def sweep_summary(rows: list[dict]) -> str:
@@ -56,3 +59,37 @@ def tuning_budget(rows: list[dict]) -> dict:
     for row in rows:
         tried[row["method"]] = tried.get(row["method"], 0) + (0 if row.get("same_run_as") else 1)
     return tried
+
+
+def plot_sweep(results: list[dict], path: Path) -> None:
+    """Validation sampled pass@1 against each key's value, one line per method (learning rates on the left)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    keys = list(dict.fromkeys(r.get("key", "learning_rate") for r in results))
+    fig, axes = plt.subplots(1, len(keys), figsize=(6 * len(keys), 4), squeeze=False)
+    for ax, key in zip(axes[0], keys, strict=True):
+        for method in dict.fromkeys(r["method"] for r in results):
+            own = [r for r in results if r["method"] == method and r.get("key", "learning_rate") == key]
+            if not own:
+                continue
+            ax.errorbar(
+                [r.get("value", r["learning_rate"]) for r in own],
+                [r["validation_sampled_pass1"] for r in own],
+                yerr=[
+                    [r["validation_sampled_pass1"] - r["ci95"][0] for r in own],
+                    [r["ci95"][1] - r["validation_sampled_pass1"] for r in own],
+                ],
+                marker="o",
+                capsize=3,
+                label=method,
+            )
+        ax.set_xscale("log")
+        ax.set_xlabel(key)
+        ax.set_ylabel("validation sampled pass@1 (mean over seeds, 95% CI)")
+        ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
