@@ -187,6 +187,70 @@ def write_summary(records: list[dict], settings: dict, out: Path) -> None:
     (out / "summary.md").write_text("\n".join(text))
 
 
+def bench_command(method: str, logprobs: str, model_dir: Path, run_dir: Path, args, data: Path) -> list[str]:
+    """The recipe's own command for one method on the random 7B, `args.steps` steps on `data`, no checkpoints."""
+    return [
+        sys.executable,
+        "-m",
+        f"recipes.{method}",
+        "--config",
+        f"recipes/configs/7b/{method}.yaml",
+        "--model_name_or_path",
+        str(model_dir),
+        "--output_dir",
+        str(run_dir),
+        "--max_steps",
+        str(args.steps),
+        "--save_strategy",
+        "no",
+        "--logging_steps",
+        "1",
+        "--measure_tensor_memory",
+        str(args.meter).lower(),
+        "--logprobs",
+        logprobs,
+        "--dataset_name",
+        str(data),
+    ]
+
+
+def bench_record(method: str, logprobs: str, run_dir: Path, arch, lengths, tokens_per_second, records: list):
+    """(its cost.json, the estimate in MB, the estimate's error) of one finished run, its record appended to
+    `records` (measured memory and time against the estimate)."""
+    cost = json.loads((run_dir / "cost.json").read_text())
+    samples = samples_trained(method, run_dir, cost["train_steps"])
+    estimate_mb = estimated_mb(method, arch, lengths, logprobs)
+    error = (estimate_mb - cost["peak_memory_mb"]) / cost["peak_memory_mb"]
+    records.append(
+        {
+            "method": method,
+            "logprobs": logprobs,
+            "accuracy": None,
+            "accuracy_ci95": None,
+            "peak_memory_mb": cost["peak_memory_mb"],
+            "memory_measure": cost["measure"],
+            "train_seconds": cost["train_seconds"],
+            "seconds_per_step": cost["train_seconds"] / cost["train_steps"],
+            "train_steps": cost["train_steps"],
+            "samples_per_second": samples / cost["train_seconds"],
+            "samples": samples,
+            "estimated_memory_mb": estimate_mb,
+            "estimate_error": error,
+            # the CPU meter's count on the GPU: checks the meter against CUDA's own allocator counter
+            "peak_tensor_mb": cost.get("peak_tensor_mb"),
+            "models_in_memory": cost["models_in_memory"],
+            "holds": HOLDS[method],
+            "trainable_params": cost["trainable_params"],
+            "reward_first": None,
+            "reward_last": None,
+            "completion_length_mean": None,
+            "generation_tokens_per_second": tokens_per_second if method in ("grpo", "ppo") else None,
+            "time_split": cost.get("time_split"),
+        }
+    )
+    return cost, estimate_mb, error
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default="qwen2.5-7b", help="a shipped short name, a config.json, or a hub id")
@@ -241,65 +305,15 @@ def main(argv=None):
     for method, logprobs in planned:
         run_dir = out / f"{method}-{logprobs}"
         shutil.rmtree(run_dir, ignore_errors=True)  # this bench's own folder from an earlier run
-        data = ["--dataset_name", str(pairs)] if method in ("dpo", "orpo") else ["--dataset_name", str(prompts)]
-        command = [
-            sys.executable,
-            "-m",
-            f"recipes.{method}",
-            "--config",
-            f"recipes/configs/7b/{method}.yaml",
-            "--model_name_or_path",
-            str(model_dir),
-            "--output_dir",
-            str(run_dir),
-            "--max_steps",
-            str(args.steps),
-            "--save_strategy",
-            "no",
-            "--logging_steps",
-            "1",
-            "--measure_tensor_memory",
-            str(args.meter).lower(),
-            "--logprobs",
-            logprobs,
-            *data,
-        ]
+        command = bench_command(
+            method, logprobs, model_dir, run_dir, args, pairs if method in ("dpo", "orpo") else prompts
+        )
         result = subprocess.run(command, capture_output=True, text=True)
         if result.returncode:  # the other methods still run: a GPU lease is short
             failed.append(f"{method} ({logprobs})")
             print(f"{method} {logprobs} failed:\n{result.stdout[-2000:]}\n{result.stderr[-3000:]}", flush=True)
             continue
-        cost = json.loads((run_dir / "cost.json").read_text())
-        samples = samples_trained(method, run_dir, cost["train_steps"])
-        estimate_mb = estimated_mb(method, arch, lengths, logprobs)
-        error = (estimate_mb - cost["peak_memory_mb"]) / cost["peak_memory_mb"]
-        records.append(
-            {
-                "method": method,
-                "logprobs": logprobs,
-                "accuracy": None,
-                "accuracy_ci95": None,
-                "peak_memory_mb": cost["peak_memory_mb"],
-                "memory_measure": cost["measure"],
-                "train_seconds": cost["train_seconds"],
-                "seconds_per_step": cost["train_seconds"] / cost["train_steps"],
-                "train_steps": cost["train_steps"],
-                "samples_per_second": samples / cost["train_seconds"],
-                "samples": samples,
-                "estimated_memory_mb": estimate_mb,
-                "estimate_error": error,
-                # the CPU meter's count on the GPU: checks the meter against CUDA's own allocator counter
-                "peak_tensor_mb": cost.get("peak_tensor_mb"),
-                "models_in_memory": cost["models_in_memory"],
-                "holds": HOLDS[method],
-                "trainable_params": cost["trainable_params"],
-                "reward_first": None,
-                "reward_last": None,
-                "completion_length_mean": None,
-                "generation_tokens_per_second": tokens_per_second if method in ("grpo", "ppo") else None,
-                "time_split": cost.get("time_split"),
-            }
-        )
+        cost, estimate_mb, error = bench_record(method, logprobs, run_dir, arch, lengths, tokens_per_second, records)
         metered = f" (live-tensor meter {cost['peak_tensor_mb'] / 1024:.2f} GB)" if args.meter else ""
         print(
             f"{method:>5} {logprobs:>7}: max_memory_allocated {cost['peak_memory_mb'] / 1024:.2f} GB, estimated "
