@@ -3,7 +3,7 @@ import re
 
 import pytest
 
-import core.inputs.prompts as prompts
+import core.inputs.prepare as prepare
 import recipes.grpo as grpo
 from core.errors import UserError
 from tests.conftest import FULL_PRECISION
@@ -29,7 +29,7 @@ CONFIG = "recipes/configs/tiny/grpo.yaml"
             "num_generations (8)",
         ),
         (["--reward_funcs", "no_such_reward"], "unknown reward 'no_such_reward'"),
-        (["--prompt_column", "problem"], "missing column(s) ['problem']"),
+        (["--task", "math500"], "missing column(s) ['problem']"),  # MATH-500's prompt column, not in the tiny rows
         (["--use_vllm", "true"], "vLLM weight sync needs merged LoRA weights"),
         (["--reward_weights", "1.0", "2.0"], "reward_weights has 2 entries for 1 reward_funcs"),
         # a dotted-path reward's named parameter is a column the data must have
@@ -41,7 +41,7 @@ def test_preflight_errors_come_before_any_model_is_loaded(tiny_world, tmp_path, 
     def no_loading(*args, **kwargs):
         raise AssertionError("a model was loaded before the pre-flight error")
 
-    monkeypatch.setattr(prompts, "load_tokenizer", no_loading)  # the first load of anything from the model
+    monkeypatch.setattr(prepare, "load_tokenizer", no_loading)  # the first load of anything from the model
     with pytest.raises((SystemExit, UserError), match=re.escape(message)):
         run_recipe(grpo, CONFIG, "--max_steps", "1", "--output_dir", str(tmp_path / "x"), *overrides)
 

@@ -74,6 +74,7 @@ def test_own_reward_own_column_scored_trained_and_evaluated(tiny_world, tmp_path
         "reward_weights": [1.0, 0.5],
         "heldout_fraction": 0.25,
         "heldout_task": None,  # as the README says: the tiny config's held-out set gives way to the user's
+        "task": None,  # and its task: the user's rows are asked through their own prompt column
     }
     own = user / "grpo.yaml"
     own.write_text(yaml.safe_dump(config))
