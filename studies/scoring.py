@@ -2,9 +2,9 @@
 problems (`evaluate`, `Scoring`, `evaluate_all`), each saved checkpoint on the validation split
 (`checkpoint_curves`); the runs themselves are studies.runner's."""
 
-import hashlib
 import json
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import torch
@@ -14,6 +14,7 @@ from core.evaluation.accuracy import correct_per_problem, evaluate_model, load_f
 from core.evaluation.benchmarks import TASKS, load_task_data
 from core.runs.folder import read_jsonl
 from studies.runner import ADAPTER, completions_generated, samples_per_step
+from tasks.shipped import sha256
 
 
 def mean_or_none(values: list) -> float | None:
@@ -86,11 +87,15 @@ class Scoring:
     resume: bool = False
     heldout: str | None = None
 
+    @cached_property
+    def heldout_sha256(self) -> str | None:
+        """The held-out file's SHA-256, read once for every evaluation this scoring asks about."""
+        return sha256(Path(self.heldout)) if self.heldout else None
+
     def asked(self) -> dict:
         """What an evaluation is scored on: the number of problems (and the file's SHA-256 where one is given),
         samples and temperature; a kept one is read again only where they are the same."""
-        sha256 = hashlib.sha256(Path(self.heldout).read_bytes()).hexdigest() if self.heldout else None
-        digest = {"heldout_sha256": sha256} if sha256 else {}
+        digest = {"heldout_sha256": self.heldout_sha256} if self.heldout else {}
         return {"n": len(self.rows), "k": self.k, "temperature": self.temperature, **digest}
 
     def kept(self, name: str, also: dict | None = None, with_records: bool = True) -> dict | None:

@@ -4,7 +4,6 @@ same-completions table takes from its same-prompts one), the runs trained and sc
 settings, report, READMEs)."""
 
 import argparse
-import hashlib
 import json
 import os
 import platform
@@ -35,6 +34,7 @@ from studies.runner import (
     train_all,
 )
 from studies.scoring import Scoring, checkpoint_curves, evaluate, evaluate_all
+from tasks.shipped import sha256
 
 # The published comparisons (a real model's table reads a tiny world's from here, wherever its own --out is)
 PUBLISHED = REPO / "results" / "compare"
@@ -144,7 +144,7 @@ def plan_table(run: Comparison) -> TablePlan:
         "load_in_4bit": run.in_4bit,
         "validation_k": args.validation_k,
         "training_digest": training_digest(),
-        "heldout_sha256": hashlib.sha256(Path(args.heldout).read_bytes()).hexdigest() if args.heldout else None,
+        "heldout_sha256": sha256(Path(args.heldout)) if args.heldout else None,
     }
     borrowed = []
     source = Path(args.same_runs_from) if args.same_runs_from else PUBLISHED / args.profile
