@@ -4,7 +4,7 @@ write it again, so a rerun's README cannot keep an old number. The prose around 
 
 Parts, from the folder's summary.json and settings.json unless said:
     provenance     the commit, CPU and seconds it was measured in
-    sweep          sweep.json, one line per method and key
+    sweep          sweep.json, one line per method and key; where it ran against where the table did
     table, holds   the headline table and what holds in it
     seeds          each run's sampled and greedy accuracy, the median, the runs below their seed's base
     sharpening     per_problem.jsonl: preference against online methods' greedy - sampled gaps (post hoc; with the
@@ -30,7 +30,7 @@ from studies.comparison.matched import section as matched_section
 from studies.comparison.report import compute_lines, headline_table, provenance, seeds_table
 from studies.comparison.scores import read_scores
 from studies.comparison.sharpening import section as sharpening_section
-from studies.comparison.tuning import sweep_summary
+from studies.comparison.tuning import sweep_summary, swept_where
 from studies.comparison.versus import markdown, what_holds
 from studies.comparison.worlds import budget_section, replaced_section, replication_section, transfer_table
 from studies.runner import PROFILES
@@ -51,7 +51,9 @@ def part(name: str, argument: str | None, folder: Path, summary: dict) -> str:
     if name == "provenance":
         return provenance(summary, _json(folder / "settings.json"))
     if name == "sweep":
-        return sweep_summary(_json(folder / "sweep.json"))
+        rows = _json(folder / "sweep.json")
+        where = swept_where(rows, _json(folder / "settings.json"))
+        return sweep_summary(rows) + (f"\n\n{where}" if where else "")
     if name == "table":
         return headline_table(summary)
     if name == "holds":

@@ -1,6 +1,6 @@
 """A sweep shown: in a published table's README, each method's key and value with its validation score, the chosen
-one, and the tuning budget each method had (how many configurations it trained), said equal or not; and its figure
-(sweep.png)."""
+one, the tuning budget each method had (how many configurations it trained), said equal or not, and where the sweep
+ran against where the table did; and its figure (sweep.png)."""
 
 from pathlib import Path
 
@@ -46,6 +46,34 @@ def sweep_summary(rows: list[dict]) -> str:
         f"Configurations trained per method (a point the chosen rate's run shares counted once): {counts}{equal}.",
     ]
     return "\n".join(lines)
+
+
+def swept_where(rows: list[dict], settings: dict) -> str:
+    """Where the sweep ran (its rows' `measured`) against where the table ran (its settings.json): a table tuned on
+    another CPU class takes the sweep's choices, not its numbers, and says so.
+
+    >>> epyc = {"cpu": "AMD EPYC", "kernel_flags": ["avx2"]}
+    >>> print(swept_where([{"measured": {"commit": "0123456789", **epyc}}], epyc))
+    Swept on the table's CPU class: AMD EPYC (`avx2`), at commit 0123456.
+    >>> print(swept_where([{"measured": {"commit": "0123456789", **epyc}}], {"cpu": "Xeon", "kernel_flags": ["amx"]}))
+    Swept on another CPU class than the table's Xeon (`amx`): AMD EPYC (`avx2`), at commit 0123456. The table takes \
+the sweep's choices, not its numbers: training takes other kernel paths on each class, so a setting chosen there need \
+not be the best here.
+    """
+    where = dict.fromkeys((m["cpu"], tuple(m["kernel_flags"])) for r in rows if (m := r.get("measured")))
+    if not where:
+        return ""
+    commits = ", ".join(dict.fromkeys(r["measured"]["commit"][:7] for r in rows if r.get("measured")))
+    swept = "; ".join(f"{cpu} (`{' '.join(flags)}`)" for cpu, flags in where)
+    swept += f", at commit{'s' if ',' in commits else ''} {commits}."
+    table = (settings["cpu"], tuple(settings["kernel_flags"]))
+    if list(where) == [table]:
+        return f"Swept on the table's CPU class: {swept}"
+    return (
+        f"Swept on another CPU class than the table's {table[0]} (`{' '.join(table[1])}`): {swept} The table takes "
+        "the sweep's choices, not its numbers: training takes other kernel paths on each class, so a setting chosen "
+        "there need not be the best here."
+    )
 
 
 def tuning_budget(rows: list[dict]) -> dict:
