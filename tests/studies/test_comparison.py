@@ -15,7 +15,7 @@ from core.runs.metrics import first_last
 from studies.comparison import matched
 from studies.comparison.__main__ import main, write_report
 from studies.comparison.published import against_published, read_published
-from studies.comparison.readme import PART, filled, write_readme
+from studies.comparison.readme import MAIN_README_SHOWS, PART, filled, write_readme
 from studies.comparison.report import compute_lines, headline_table
 from studies.comparison.scores import read_scores
 from studies.comparison.sharpening import sharpening
@@ -515,12 +515,6 @@ def test_a_rerun_readme_is_its_json(profile):
     names = [m[1] for m in PART.finditer(readme)]
     assert names == [*HEAD_PARTS, "replaced", "compute", "against-base", "versus"]
     assert filled(readme, folder) == readme  # every part is what its files make of it now
-    if profile == "tiny":
-        main_readme = (REPO_ROOT / "README.md").read_text()
-        assert [m[1] for m in PART.finditer(main_readme)] == ["table", "holds"]
-        assert filled(main_readme, folder) == main_readme  # the repository's README shows this table
-        settings = json.loads((folder / "settings.json").read_text())  # and says where and in how long it ran
-        assert f"commit {settings['commit'][:7]}, " in main_readme and f"{settings['seconds']:,.0f} s:" in main_readme
     summary = json.loads((folder / "summary.json").read_text())
     replaced = "\n".join(
         replaced_section(json.loads((folder / "replaced.json").read_text()), summary, "commit 172e0fb, 5 seeds")
@@ -629,6 +623,71 @@ def test_the_real_models_readme_is_its_json():
     assert min(r["completion_length_mean"] for k, r in runs.items() if k[0] != "base") == pytest.approx(23.53)
     assert settings["steps"] == {"grpo": 14, "ppo": 7}
     assert f"2 took {settings['seconds_this_invocation']:,.0f} s here" in text  # the last invocation: seeds 1 and 2
+
+
+# Each pre-registered rerun (results/compare/preregistration.json) and the published table its claims are read against.
+RERUNS = {"tiny-fresh": "results/compare/tiny"}
+RERUN_PARTS = {
+    "prompts": ["provenance", "sweep", "table", "holds", "seeds", "matched", "sharpening", "replication"],
+    "completions": ["provenance", "table", "holds", "seeds", "matched", "budgets", "replication"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(RERUNS))
+def test_a_preregistered_rerun_is_what_its_preregistration_named_and_its_readme_its_json(name):
+    """A rerun the pre-registration named: the command it named, its fresh problems (their hash in settings.json and in
+    every evaluation kept), the seeds it named (none its sweep tuned on), the settings its sweep chose; every score
+    behind the table its run's kept evaluation; and its README's generated parts what its files make of them: a part
+    per seed, held-out accuracy at matched CPU seconds for GRPO, PPO and DPO, the pre-registered sharpening test, and
+    each claim of the published table read against it."""
+    folder = REPO_ROOT / "results" / "compare" / name
+    plan = json.loads((REPO_ROOT / "results" / "compare" / "preregistration.json").read_text())
+    table = next(t for t in plan["tables"] if t["out"] == f"results/compare/{name}")
+    settings = json.loads((folder / "settings.json").read_text())
+    summary = json.loads((folder / "summary.json").read_text())
+    readme = (folder / "README.md").read_text()
+    assert table["command"] in " ".join(readme.split())
+    assert (settings["profile"], settings["budget"]) == (table["profile"], table["budget"])
+    digest = plan["held_out"][table["profile"]]["sha256"]
+    assert settings["heldout_sha256"] == digest
+    sweep = folder.with_name(f"{table['profile']}-fresh") / "sweep.json"
+    assert settings["tuned"] == chosen_settings(sweep, METHODS)
+    tuned_on = {seed for row in json.loads(sweep.read_text()) for seed in row["seeds"]}
+    scores = read_scores(folder)
+    assert sorted(scores) == sorted((m, s) for m in ("base", *METHODS) for s in plan["seeds"]["tables"])
+    assert not tuned_on & {seed for _, seed in scores}
+    for (method, seed), score in scores.items():  # every score is its run's kept evaluation, on the fresh problems
+        kept = folder / f"eval_{method}-seed{seed}.jsonl"
+        assert json.loads(kept.with_suffix(".json").read_text())["heldout_sha256"] == digest
+        assert per_problem(kept, 200) == {"greedy": score["greedy"], "sampled": pytest.approx(score["sampled"])}
+    names = [m[1] for m in PART.finditer(readme)]
+    assert names == [
+        *RERUN_PARTS[table["budget"]],
+        "compute",
+        *(["against-base"] if table["budget"] == "prompts" else []),
+        "versus",
+    ]
+    assert f"<!-- generated: replication ({RERUNS[name]}) -->" in readme
+    assert filled(readme, folder) == readme
+    assert {r["method"] for r in summary["matched"]["runs"]} == {"grpo", "ppo", "dpo"}
+    assert (folder / "matched_per_problem.jsonl").is_file()
+    if table["budget"] == "prompts":
+        assert "<!-- generated: sharpening (pre-registered) -->" in readme
+    if folder == MAIN_README_SHOWS:
+        main_readme = (REPO_ROOT / "README.md").read_text()
+        assert [m[1] for m in PART.finditer(main_readme)] == ["table", "holds"]
+        assert filled(main_readme, folder) == main_readme  # the repository's README shows this table
+        # and says where, in how long, on which problems and seeds it ran
+        said = " ".join(main_readme.split())
+        assert f"commit {settings['commit'][:7]}, " in said and f"{settings['seconds']:,.0f} s:" in said
+        seeds = plan["seeds"]["tables"]
+        assert f"seeds {seeds[0]}-{seeds[-1]}" in said and "pre-registered" in said
+        now = rows_of(summary)  # and how many of the earlier table's claims hold on it
+        earlier = rows_of(json.loads((REPO_ROOT / RERUNS[name] / "summary.json").read_text()))
+        judged = [verdict(row, now.get(key)) for key, row in earlier.items() if is_claimed(row)]
+        assert (
+            f"{judged.count('holds')} of the earlier [tiny/]({RERUNS[name]}/README.md)'s {len(judged)} claims" in said
+        )
 
 
 def test_a_readme_part_left_stale_is_written_again_from_the_files(tmp_path):
@@ -1015,3 +1074,45 @@ def test_a_pre_registered_rerun_reads_the_published_claims_and_tests_the_sharpen
     assert "\n".join(lines) in written
     assert "(pre-registered)" in written and "post hoc" not in written
     assert "post hoc" in filled("<!-- generated: sharpening -->\n<!-- end -->\n", tmp_path)
+
+
+def test_the_fresh_math_tables_reading_is_its_numbers():
+    """The hand-written reading under the pre-registered math rerun (results/compare/tiny-fresh/README.md), held to its
+    summary, the published table's and the sweep: the replication tally, the one claim that did not hold and why
+    (DPO's rate), the pre-registered sharpening family, and which choices sit at a grid's edge."""
+    folder = REPO_ROOT / "results" / "compare" / "tiny-fresh"
+    published = REPO_ROOT / "results" / "compare" / "tiny"
+    text = " ".join((folder / "README.md").read_text().split())
+    summary = json.loads((folder / "summary.json").read_text())
+    old = json.loads((published / "summary.json").read_text())
+    now = rows_of(summary)
+    judged = {key: verdict(row, now.get(key)) for key, row in rows_of(old).items() if is_claimed(row)}
+    held = [key for key, said_now in judged.items() if said_now == "holds"]
+    assert f"{len(held)} of the published table's {len(judged)} claims hold" in text
+    assert [key for key in judged if key not in held] == [("ppo", "dpo", "sampled")]
+    assert "The one that does not is PPO > DPO in sampled pass@1" in text and "PPO and DPO are not told apart" in text
+    tuned = json.loads((folder / "settings.json").read_text())["tuned"]["dpo"]["learning_rate"]
+    before = json.loads((published / "settings.json").read_text())["learning_rates"]["dpo"]
+    assert f"trained at {tuned:.0e} here ({before:.0e} in the published table)".replace("e-0", "e-") in text
+    gain = next(r for r in summary["against_base"] if (r["a"], r["metric"]) == ("dpo", "sampled"))["mean"]
+    then = next(r for r in old["against_base"] if (r["a"], r["metric"]) == ("dpo", "sampled"))["mean"]
+    assert f"+{gain * 100:.1f} points of sampled pass@1 over the base against +{then * 100:.1f} there" in text
+    ahead = {
+        (r["a"], r["b"]) for r in summary["versus"] if r["metric"] == "sampled" and r["claimed"] and r["mean"] > 0
+    }
+    assert {("grpo", "dpo"), ("grpo", "ipo"), ("grpo", "orpo")} <= ahead
+    sharpened = sharpening(read_scores(folder))
+    claimed = [(r["a"], r["b"]) for r in sharpened if r["claimed"]]
+    assert all(r["mean"] > 0 for r in sharpened if r["claimed"])
+    assert f"claims {len(claimed)} of its {len(sharpened)} differences" in text
+    assert [(r["a"], r["b"]) for r in sharpened if not r["claimed"]] == [("dpo", "ppo")]
+    sweep = json.loads((folder / "sweep.json").read_text())
+    at_edge = {(r["method"], r["key"]) for r in sweep if r["chosen"] and r.get("at_edge")}
+    assert at_edge == {("ppo", "learning_rate"), ("ppo", "kl_coef"), ("dpo", "learning_rate")}
+    assert "PPO's rate and kl_coef and DPO's rate were chosen at their grid's edge" in text
+    docs = " ".join((REPO_ROOT / "docs" / "comparison.md").read_text().split())  # its account there, the same tally
+    there = docs.split("- `results/compare/tiny-fresh/`:", 1)[1].split("- `results/compare/", 1)[0]
+    assert f"Of the published table's {len(judged)} claims, {len(held)} hold and 1 is not told apart" in there
+    assert f"+{gain * 100:.1f} points over the base instead of +{then * 100:.1f}" in there
+    assert f"claims {len(claimed)} of {len(sharpened)} (all but DPO against PPO)" in there
+    assert f"it holds for {len(claimed)} of the {len(sharpened)} pairs" in docs
