@@ -244,7 +244,13 @@ def table_settings(run: Comparison, plan: TablePlan, records: list[dict], elapse
         "seeds": args.seeds,
         "first_seed": plan.seeds[0],
         "validation": run.validation,
-        "learning_rates": {m: recipe_config(args.profile, m)[1].get("learning_rate") for m in args.methods},
+        # the rates each method trained at: the sweep's where the table is tuned, else its config's
+        "learning_rates": {
+            m: (plan.tuned or {})
+            .get(m, {})
+            .get("learning_rate", recipe_config(args.profile, m)[1].get("learning_rate"))
+            for m in args.methods
+        },
         "headline": "sampled pass@1",
         "memory_measure": next((r["memory_measure"] for r in records if "memory_measure" in r), "n/a"),
         "machine": platform.platform(),

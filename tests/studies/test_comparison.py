@@ -626,7 +626,7 @@ def test_the_real_models_readme_is_its_json():
 
 
 # Each pre-registered rerun (results/compare/preregistration.json) and the published table its claims are read against.
-RERUNS = {"tiny-fresh": "results/compare/tiny"}
+RERUNS = {"tiny-fresh": "results/compare/tiny", "tiny-fresh-completions": "results/compare/tiny-completions"}
 RERUN_PARTS = {
     "prompts": ["provenance", "sweep", "table", "holds", "seeds", "matched", "sharpening", "replication"],
     "completions": ["provenance", "table", "holds", "seeds", "matched", "budgets", "replication"],
@@ -673,6 +673,29 @@ def test_a_preregistered_rerun_is_what_its_preregistration_named_and_its_readme_
     assert (folder / "matched_per_problem.jsonl").is_file()
     if table["budget"] == "prompts":
         assert "<!-- generated: sharpening (pre-registered) -->" in readme
+    else:  # its words on PPO at matched compute, held to the runs: no checkpoint of PPO's within the budget
+        first = min(
+            json.loads(line)["cpu_seconds"]
+            for seed in plan["seeds"]["tables"]
+            for line in (folder / f"ppo-seed{seed}" / "checkpoints.jsonl").read_text().splitlines()[:1]
+        )
+        assert first > summary["matched"]["cpu_seconds"]
+        assert all(r["step"] == 0 for r in summary["matched"]["runs"] if r["method"] == "ppo")
+        assert "At matched compute this budget reads PPO at its start" in readme
+        # docs/comparison.md's account: the budget's and the replication's tallies, PPO's sampled pass@1 under each
+        # budget and its CPU seconds' ratio
+        prompts = json.loads((folder.with_name(f"{table['profile']}-fresh") / "summary.json").read_text())
+        docs = " ".join((REPO_ROOT / "docs" / "comparison.md").read_text().split())
+        there = docs.split(f"- `results/compare/{name}/`:", 1)[1].split("- `results/compare/", 1)[0]
+        now = rows_of(summary)
+        kept = [verdict(row, now.get(key)) for key, row in rows_of(prompts).items() if is_claimed(row)]
+        assert f"holds under it ({kept.count('holds')} of {len(kept)})" in there
+        earlier = rows_of(json.loads((REPO_ROOT / RERUNS[name] / "summary.json").read_text()))
+        judged = [verdict(row, now.get(key)) for key, row in earlier.items() if is_claimed(row)]
+        assert f"{len(judged)} claims, {judged.count('holds')} hold and 1 is not told apart" in there
+        ppo, before = ({a["method"]: a for a in s["methods"]}["ppo"] for s in (summary, prompts))
+        assert f"from {before['sampled_pass1']:.1%} to {ppo['sampled_pass1']:.1%} sampled pass@1" in there
+        assert f"for {ppo['cpu_seconds'] / before['cpu_seconds']:.1f}x its CPU seconds" in there
     if folder == MAIN_README_SHOWS:
         main_readme = (REPO_ROOT / "README.md").read_text()
         assert [m[1] for m in PART.finditer(main_readme)] == ["table", "holds"]
@@ -978,7 +1001,8 @@ def test_an_equal_budget_sweep_tunes_every_method_on_as_many_configurations_grpo
     not already train), and the README's count says equal."""
     out = tmp_path / "sweep"
     command = ["--profile", "tiny", "--sweep", "--equal_budget", "--prompts", "8", "--eval_limit", "8"]
-    command += ["--validation_k", "2", "--methods", "grpo", "dpo", "--learning_rates", "1e-4", "5e-4"]
+    # rates neither config trains at (GRPO's 5e-4, DPO's 1e-4): the table's settings must say the rate each trained at
+    command += ["--validation_k", "2", "--methods", "grpo", "dpo", "--learning_rates", "2e-4", "3e-4"]
     command += ["--sweep_seeds", "1", "--key_points", "2", "--load_in_4bit", "false", "--out", str(out)]
     run_main("studies.comparison", *command)
     rows = json.loads((out / "sweep.json").read_text())
@@ -1001,6 +1025,7 @@ def test_an_equal_budget_sweep_tunes_every_method_on_as_many_configurations_grpo
         config = yaml.safe_load((out / f"{method}-seed1" / "config.yaml").read_text())
         assert config["learning_rate"] == chosen[method]["learning_rate"] and config["seed"] == 1, method
         assert config["beta"] == chosen[method]["beta"], method
+        assert settings["learning_rates"][method] == chosen[method]["learning_rate"], method  # the rate it trained at
 
 
 def test_a_table_refuses_seeds_its_sweep_tuned_on(tiny_world, tmp_path):
