@@ -147,6 +147,28 @@ def with_adapter(model, adapter: str | None, trainable: bool = False):
 
 def load_tokenizer(model_args: ModelConfig):
     tokenizer = AutoTokenizer.from_pretrained(model_args.model_name_or_path, revision=model_args.model_revision)
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token
+    pad_apart_from_end(tokenizer)
     return tokenizer
+
+
+def pad_apart_from_end(tokenizer) -> None:
+    """Give `tokenizer` a pad token that is not its end of sequence, where it has none or they coincide (SmolLM2's
+    `<|im_end|>` is both): a special token the chat template never writes, else the end of sequence as before.
+
+    PPO's loop (TRL's) takes every token equal to the pad for padding: an end of turn that is also the pad never
+    enters the policy's loss, so PPO cannot learn to stop, and the turn ends inside its prompts are masked out.
+    """
+    end = tokenizer.eos_token_id
+    if tokenizer.pad_token_id is not None and tokenizer.pad_token_id != end:
+        return
+    written = set()
+    if tokenizer.chat_template:
+        turns = [{"role": role, "content": "x"} for role in ("system", "user", "assistant")]
+        text = tokenizer.apply_chat_template(turns, tokenize=False)
+        written = set(tokenizer(text, add_special_tokens=False)["input_ids"])
+    for token in dict.fromkeys([tokenizer.unk_token, *tokenizer.all_special_tokens]):
+        token_id = None if token is None else tokenizer.convert_tokens_to_ids(token)
+        if token_id is not None and token_id not in (end, tokenizer.bos_token_id) and token_id not in written:
+            tokenizer.pad_token = token
+            return
+    tokenizer.pad_token = tokenizer.eos_token

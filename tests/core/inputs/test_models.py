@@ -88,3 +88,22 @@ def test_world_json_records_the_build(tiny_world):
     world = json.loads((tiny_world / "world.json").read_text())
     assert 0.5 <= world["held_out_accuracy"] <= 0.9  # the slipping teacher leaves room for RL
     assert world["n_test"] == 200
+
+
+def test_a_pad_token_that_is_the_end_of_sequence_gives_way_to_one_the_template_never_writes(tiny_world):
+    """Where the pad token is missing or is the end of sequence, `load_tokenizer` pads with a special token the chat
+    template never writes (PPO's loop drops every pad-valued token from its loss and its prompts); a pad apart from
+    the end is kept as it is."""
+    from transformers import AutoTokenizer
+
+    from core.inputs.models import pad_apart_from_end
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_world / "model")
+    shipped = tokenizer.pad_token
+    pad_apart_from_end(tokenizer)
+    assert tokenizer.pad_token == shipped == "<|endoftext|>"  # already apart: kept
+    written = tokenizer(tokenizer.apply_chat_template([{"role": "user", "content": "x"}], tokenize=False))["input_ids"]
+    for before in (tokenizer.eos_token, None):
+        tokenizer.pad_token = before
+        pad_apart_from_end(tokenizer)
+        assert tokenizer.pad_token == "<|endoftext|>" and tokenizer.pad_token_id not in written, before

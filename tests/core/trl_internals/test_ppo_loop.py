@@ -88,3 +88,44 @@ def test_one_update_close_to_trls_at_qwen_vocabulary_bf16(big_vocab_model, tmp_p
     _, chunked = compare(big_vocab_model, "bfloat16", tmp_path, 5e-2, *SMALL_BATCH, policy_loss=False)
     assert chunked["objective/kl"] == 0.0 and chunked["policy/approxkl_avg"] == 0.0
     assert abs(chunked["loss/policy_avg"]) < 1e-6  # whitened advantages x ratio 1 (TRL: -0.0018)
+
+
+@pytest.mark.slow
+def test_on_smollm2_the_end_of_turn_enters_ppo_s_loss_and_stays_in_its_prompts(smol_world):
+    """SmolLM2 ships `<|im_end|>` as both its end of turn and its pad token. Loaded as every recipe loads it
+    (`load_tokenizer`), it pads with another token, so in PPO's rollout, as the loop computes it (TRL's
+    truncate_response and sequence lengths), the stop token of the model's own greedy answer lies inside the loss
+    mask, and the prompt's turn ends inside the attention mask; with the pad the model shipped with, neither."""
+    import torch
+    from transformers import AutoModelForCausalLM
+    from trl import ModelConfig
+    from trl.experimental.ppo.ppo_trainer import truncate_response
+    from trl.experimental.utils import first_true_indices
+
+    from core.inputs.models import load_tokenizer
+    from core.trl_internals.ppo_loop import _model_inputs
+
+    tokenizer = load_tokenizer(ModelConfig(model_name_or_path=str(smol_world / "model")))
+    stop, pad = tokenizer.eos_token_id, tokenizer.pad_token_id
+    assert tokenizer.eos_token == "<|im_end|>" and pad != stop
+    chat = [{"role": "user", "content": "What is 27 + 45?"}]
+    text = tokenizer.apply_chat_template(chat, add_generation_prompt=True, tokenize=False)
+    query = tokenizer(text, add_special_tokens=False, return_tensors="pt")["input_ids"]
+    model = AutoModelForCausalLM.from_pretrained(smol_world / "model")
+    with torch.no_grad():
+        out = model.generate(query, attention_mask=torch.ones_like(query), max_new_tokens=48, do_sample=False)
+    response = torch.cat([out[:, query.shape[1] :], torch.full((1, 4), pad)], 1)  # padded to a rollout's width
+    assert stop in response[0].tolist()  # the model ends its turn
+    at = response[0].tolist().index(stop)
+
+    def in_loss(pad_id: int) -> bool:
+        post = truncate_response(stop, pad_id, response)
+        length = first_true_indices(post == pad_id) - 1  # TRL: positions past it are padding, out of the loss
+        return bool(at <= length[0])
+
+    assert in_loss(pad) and not in_loss(stop)
+    query_response = torch.cat([query, response], 1)
+    ends = query[0] == stop
+    assert ends.sum() >= 2  # the system turn's end and the user turn's
+    assert _model_inputs(query_response, pad)["attention_mask"][0, : query.shape[1]][ends].all()
+    assert not _model_inputs(query_response, stop)["attention_mask"][0, : query.shape[1]][ends].any()
