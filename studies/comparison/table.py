@@ -244,13 +244,9 @@ def table_settings(run: Comparison, plan: TablePlan, records: list[dict], elapse
         "seeds": args.seeds,
         "first_seed": plan.seeds[0],
         "validation": run.validation,
-        # the rates each method trained at: the sweep's where the table is tuned, else its config's
-        "learning_rates": {
-            m: (plan.tuned or {})
-            .get(m, {})
-            .get("learning_rate", recipe_config(args.profile, m)[1].get("learning_rate"))
-            for m in args.methods
-        },
+        # the rates each method trained at: its config's, overridden by the sweep's where the table is tuned
+        "learning_rates": {m: recipe_config(args.profile, m)[1].get("learning_rate") for m in args.methods}
+        | {m: t["learning_rate"] for m, t in (plan.tuned or {}).items()},
         "headline": "sampled pass@1",
         "memory_measure": next((r["memory_measure"] for r in records if "memory_measure" in r), "n/a"),
         "machine": platform.platform(),

@@ -123,6 +123,12 @@ def eval_records(eval_file) -> list[dict]:
     return [json.loads(line) for line in eval_file.read_text().splitlines()]
 
 
+def claim_verdicts(reference: dict, summary: dict) -> dict:
+    """(a, b, metric) -> what `summary` says of each claim of `reference` (worlds.verdict, as the README reads it)."""
+    now = rows_of(summary)
+    return {key: verdict(row, now.get(key)) for key, row in rows_of(reference).items() if is_claimed(row)}
+
+
 def per_problem(eval_file, problems: int) -> dict:
     """Greedy and sampled pass@1 per problem from a run's evaluation records."""
     records = eval_records(eval_file)
@@ -686,11 +692,10 @@ def test_a_preregistered_rerun_is_what_its_preregistration_named_and_its_readme_
         prompts = json.loads((folder.with_name(f"{table['profile']}-fresh") / "summary.json").read_text())
         docs = " ".join((REPO_ROOT / "docs" / "comparison.md").read_text().split())
         there = docs.split(f"- `results/compare/{name}/`:", 1)[1].split("- `results/compare/", 1)[0]
-        now = rows_of(summary)
-        kept = [verdict(row, now.get(key)) for key, row in rows_of(prompts).items() if is_claimed(row)]
+        kept = list(claim_verdicts(prompts, summary).values())
         assert f"holds under it ({kept.count('holds')} of {len(kept)})" in there
-        earlier = rows_of(json.loads((REPO_ROOT / RERUNS[name] / "summary.json").read_text()))
-        judged = [verdict(row, now.get(key)) for key, row in earlier.items() if is_claimed(row)]
+        earlier = json.loads((REPO_ROOT / RERUNS[name] / "summary.json").read_text())
+        judged = list(claim_verdicts(earlier, summary).values())
         assert f"{len(judged)} claims, {judged.count('holds')} hold and 1 is not told apart" in there
         ppo, before = ({a["method"]: a for a in s["methods"]}["ppo"] for s in (summary, prompts))
         assert f"from {before['sampled_pass1']:.1%} to {ppo['sampled_pass1']:.1%} sampled pass@1" in there
@@ -704,9 +709,8 @@ def test_a_preregistered_rerun_is_what_its_preregistration_named_and_its_readme_
         assert f"commit {settings['commit'][:7]}, " in said and f"{settings['seconds']:,.0f} s:" in said
         seeds = plan["seeds"]["tables"]
         assert f"seeds {seeds[0]}-{seeds[-1]}" in said and "pre-registered" in said
-        now = rows_of(summary)  # and how many of the earlier table's claims hold on it
-        earlier = rows_of(json.loads((REPO_ROOT / RERUNS[name] / "summary.json").read_text()))
-        judged = [verdict(row, now.get(key)) for key, row in earlier.items() if is_claimed(row)]
+        earlier = json.loads((REPO_ROOT / RERUNS[name] / "summary.json").read_text())  # how many of its claims hold
+        judged = list(claim_verdicts(earlier, summary).values())
         assert (
             f"{judged.count('holds')} of the earlier [tiny/]({RERUNS[name]}/README.md)'s {len(judged)} claims" in said
         )
@@ -1109,8 +1113,7 @@ def test_the_fresh_math_tables_reading_is_its_numbers():
     text = " ".join((folder / "README.md").read_text().split())
     summary = json.loads((folder / "summary.json").read_text())
     old = json.loads((published / "summary.json").read_text())
-    now = rows_of(summary)
-    judged = {key: verdict(row, now.get(key)) for key, row in rows_of(old).items() if is_claimed(row)}
+    judged = claim_verdicts(old, summary)
     held = [key for key, said_now in judged.items() if said_now == "holds"]
     assert f"{len(held)} of the published table's {len(judged)} claims hold" in text
     assert [key for key in judged if key not in held] == [("ppo", "dpo", "sampled")]
