@@ -2,11 +2,12 @@
 and every verdict of a tiny-vs-real or old-vs-new section that reads differently in the published JSON now than at
 an earlier commit, table by table (the comparisons under results/compare/, the studies under results/studies/).
 
-    python -m studies.rule_change --before 85f614f > docs/rule-change.md
+    python -m studies.rule_change --before 85f614f --after 66a75a7 > docs/rule-change.md
 
 docs/rule-change.md is that command's output for #64's rule (float degrees of freedom, the detectable difference at
-the level Holm would have needed, "consistent" beside "not seen", the seeds' own check beside each claim); a test
-holds its new side to the JSON now."""
+the level Holm would have needed, "consistent" beside "not seen", the seeds' own check beside each claim). Both sides
+are read at a commit: the studies' reruns (per-problem scores, #64) rewrite their JSON after `--after`, and what the
+rule changed must not move with what a rerun changed; a test holds the page to the command's output."""
 
 import argparse
 import json
@@ -80,7 +81,7 @@ def changed(before: dict, after: dict, name: str) -> list[str]:
     return lines
 
 
-def verdicts(folder: str, commit: str | None) -> dict:
+def verdicts(folder: str, commit: str | None, consistent: bool = True) -> dict:
     """(a, b, metric) -> verdict of the comparison's other section (`TRANSFERS`), at `commit` or now."""
     relative, _ = TRANSFERS[folder]
     other = read(relative if "/" in relative else f"results/compare/{folder}/{relative}", commit)
@@ -88,13 +89,14 @@ def verdicts(folder: str, commit: str | None) -> dict:
     if other is None or this is None:
         return {}
     theirs, ours = rows_of(other), rows_of(this)
-    then = commit is not None  # the verdicts as published then: no 'consistent' before #64
-    return {key: verdict(row, ours.get(key), consistent=not then) for key, row in theirs.items() if is_claimed(row)}
+    return {key: verdict(row, ours.get(key), consistent=consistent) for key, row in theirs.items() if is_claimed(row)}
 
 
-def report(commit: str) -> str:
+def report(commit: str, after: str | None = None) -> str:
+    """The page: the published JSON at `commit` (before the rule) against `after` (None: the working tree)."""
+    command = f"python -m studies.rule_change --before {commit}" + (f" --after {after}" if after else "")
     lines = [
-        f"# What #64's rule changed in the published tables (`python -m studies.rule_change --before {commit}`)",
+        f"# What #64's rule changed in the published tables (`{command}`)",
         "",
         f"Each difference whose claim or detectable difference reads differently in the published JSON now than at "
         f"commit {commit}: 'A > B' a claim (Holm over the table's family; '*': the seeds' own t-test at the same "
@@ -108,12 +110,10 @@ def report(commit: str) -> str:
     ]
     for folder in COMPARISONS:
         path = f"results/compare/{folder}/summary.json"
-        before, after = read(path, commit), read(path, None)
-        lines += changed(rows_of(before), rows_of(after), f"compare/{folder}")
+        lines += changed(rows_of(read(path, commit)), rows_of(read(path, after)), f"compare/{folder}")
     for study in STUDIES:
         path = f"results/studies/{study}/summary.json"
-        before, after = read(path, commit), read(path, None)
-        lines += changed(study_rows(before), study_rows(after), f"studies/{study}")
+        lines += changed(study_rows(read(path, commit)), study_rows(read(path, after)), f"studies/{study}")
     lines += [
         "",
         "## Verdicts of the sections that read another table's claims",
@@ -122,13 +122,14 @@ def report(commit: str) -> str:
         "|---|---|---|---|---|",
     ]
     for folder in COMPARISONS:
-        before, after = verdicts(folder, commit), verdicts(folder, None)
-        for key, now in after.items():
-            if before.get(key) != now:
+        # the verdicts as published before: no 'consistent' before #64
+        then, now_said = verdicts(folder, commit, consistent=False), verdicts(folder, after)
+        for key, now in now_said.items():
+            if then.get(key) != now:
                 a, b, metric = key
                 lines.append(
                     f"| compare/{folder} | {TRANSFERS[folder][1]} | {a} - {b}, {METRICS[metric]} | "
-                    f"{before.get(key, 'not measured')} | {now} |"
+                    f"{then.get(key, 'not measured')} | {now} |"
                 )
     return "\n".join(lines) + "\n"
 
@@ -136,8 +137,9 @@ def report(commit: str) -> str:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--before", required=True, help="the commit whose published JSON to read as before")
+    parser.add_argument("--after", help="the commit whose published JSON to read as after (default: the files now)")
     args = parser.parse_args(argv)
-    print(report(args.before), end="")
+    print(report(args.before, args.after), end="")
 
 
 if __name__ == "__main__":
