@@ -152,8 +152,8 @@ TASKS = {
         default_data="artifacts/tiny-length/data/test.jsonl",
         max_new_tokens=96,
     ),
-    # SmolLM2-135M-Instruct's task (make smol): one-step word problems, prompted through the model's own chat
-    # template with its own default system prompt stated, as its recipes train.
+    # SmolLM2-135M-Instruct's task (make smol): word problems of one to three steps (held out in new words and
+    # numbers), prompted through the model's own chat template with its own default system prompt stated, as trained.
     "smol": Task(
         "smol",
         None,

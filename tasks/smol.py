@@ -36,7 +36,7 @@ REQUIREMENTS = "requirements-smol.txt"
 # training and `make eval` send the same text whatever a template would add.
 SYSTEM_PROMPT = "You are a helpful AI assistant named SmolLM, trained by Hugging Face"
 DATA_SEED = 0
-DATA_SIZES = {"train": 2000, "validation": 200, "test": 200}
+DATA_SIZES = {"train": 4000, "validation": 200, "test": 600}
 # GSM8K train-split problems copied into the project (its test split is not reachable offline): the base model's
 # accuracy on real grade-school problems, never trained on.
 GSM8K_SAMPLE = 200
@@ -133,7 +133,10 @@ def write_data(gsm8k_train: Path) -> str:
     world = {
         "model": "SmolLM2-135M-Instruct (HuggingFaceTB), Apache-2.0",
         "weights": f"dequantized from Q4_1: {PACKAGE}'s {GGUF_NAME}, saved in fp32; not the hub's bf16 weights",
-        "task": "one-step word problems (tasks/word_problems.py), GSM8K's columns, scored by math_accuracy",
+        "task": (
+            "word problems of one to three steps (tasks/word_problems.py), GSM8K's columns, scored by math_accuracy; "
+            "validation and test share no sentence frame, name, object, number range or (kind, numbers) with train"
+        ),
         "system_prompt": SYSTEM_PROMPT,
         "data_seed": DATA_SEED,
         "sizes": DATA_SIZES,
