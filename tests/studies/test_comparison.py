@@ -5,6 +5,7 @@ import json
 import math
 import re
 import shutil
+import statistics
 from pathlib import Path
 
 import pytest
@@ -39,6 +40,7 @@ from studies.comparison.worlds import (
     verdict,
 )
 from studies.runner import METHODS, recipe_config, steps_for
+from tasks import code as code_world
 from tests.conftest import REPO_ROOT, run_main
 
 # every run's record, the base's per seed too: what was measured (None where nothing trained) and its accuracies
@@ -631,7 +633,11 @@ def test_the_real_models_readme_is_its_json():
 
 
 # Each pre-registered rerun (results/compare/preregistration.json) and the published table its claims are read against.
-RERUNS = {"tiny-fresh": "results/compare/tiny", "tiny-fresh-completions": "results/compare/tiny-completions"}
+RERUNS = {
+    "tiny-fresh": "results/compare/tiny",
+    "tiny-fresh-completions": "results/compare/tiny-completions",
+    "tiny-code-fresh": "results/compare/tiny-code",
+}
 RERUN_PARTS = {
     "prompts": ["provenance", "sweep", "table", "holds", "seeds", "matched", "sharpening", "replication"],
     "completions": ["provenance", "table", "holds", "seeds", "matched", "budgets", "replication"],
@@ -1102,6 +1108,52 @@ def test_a_pre_registered_rerun_reads_the_published_claims_and_tests_the_sharpen
     assert "\n".join(lines) in written
     assert "(pre-registered)" in written and "post hoc" not in written
     assert "post hoc" in filled("<!-- generated: sharpening -->\n<!-- end -->\n", tmp_path)
+
+
+def test_the_fresh_code_tables_reading_is_its_numbers():
+    """The hand-written reading under the pre-registered code rerun (results/compare/tiny-code-fresh/README.md), held
+    to its files: the problems at the floor (the base's and the best median's accuracy), no claim made, every
+    published claim "not seen", the validation curves above the base on every seed, the grid's 432 pairs all in a
+    split, and every rate chosen at its grid's edge."""
+    folder = REPO_ROOT / "results" / "compare" / "tiny-code-fresh"
+    text = " ".join((folder / "README.md").read_text().split())
+    summary = json.loads((folder / "summary.json").read_text())
+    base = next(a for a in summary["methods"] if a["method"] == "base")
+    sampled, greedy = base["sampled_pass1"], base["greedy_accuracy"]
+    assert f"The base passes {sampled:.1%} of them (sampled pass@1; {greedy:.1%} greedy)" in text
+    scores = read_scores(folder)
+    medians = {
+        m: statistics.median(sum(scores[m, s]["greedy"]) / len(scores[m, s]["greedy"]) for s in range(2, 7))
+        for m in METHODS
+    }
+    assert f"no method's median run more than {max(medians.values()):.1%} greedy" in text
+    assert not any(r["claimed"] for r in summary["against_base"] + summary["versus"])
+    old = json.loads((REPO_ROOT / "results" / "compare" / "tiny-code" / "summary.json").read_text())
+    judged = claim_verdicts(old, summary)
+    assert all(verdict.startswith("not seen (") for verdict in judged.values())
+    assert f'each of the published table\'s {len(judged)} claims reads "not seen"' in text
+    start = summary["base_validation_sampled_pass1"]
+    assert f"above the base's {start:.1%}" in text
+    last = [
+        json.loads((folder / f"{m}-seed{s}" / "compute_curve.json").read_text())[-1]["validation_sampled_pass1"]
+        for m in METHODS
+        for s in range(2, 7)
+    ]
+    assert len(last) == 25 and min(last) > start
+    pairs = {
+        json.loads(line)["text"]
+        for split in ("train", "validation", "test")
+        for line in (REPO_ROOT / "tasks" / "worlds" / "tiny-code" / "data" / f"{split}.jsonl").read_text().splitlines()
+    }
+    assert len(pairs) == len(code_world.all_pairs()) == 432 and "each of its 432 (family, constants) pairs" in text
+    sweep = json.loads((folder / "sweep.json").read_text())
+    assert all(r["at_edge"] for r in sweep if r["chosen"] and r["key"] == "learning_rate")
+    assert "every method's learning rate was chosen at its grid's upper edge" in text
+    docs = " ".join((REPO_ROOT / "docs" / "comparison.md").read_text().split())  # its account there, the same numbers
+    there = docs.split("- `results/compare/tiny-code-fresh/`:", 1)[1].split("- `results/compare/", 1)[0]
+    assert f"the base passes {sampled:.1%} and no method's median run more than {max(medians.values()):.1%}" in there
+    assert f'each of the published table\'s {len(judged)} claims reads "not seen"' in there
+    assert f"{json.loads((folder / 'settings.json').read_text())['seconds']:,.0f} s" in there
 
 
 def test_the_fresh_math_tables_reading_is_its_numbers():
