@@ -8,9 +8,9 @@ Usage:
     python -m eval.run --model artifacts/tiny/model --task tiny --limit 20 --out results/eval/tiny-base
 
 Greedy by default; with --k > 1, k samples per problem at --temperature and pass@1..k (unbiased estimator).
-Writes results.json (settings, template, accuracy or pass@k with a 95% interval, versions, seconds; with rewards
-also each reward's mean and the weighted sum's) and samples.jsonl (prompt, completion, extracted answer or program,
-gold, score, reason; with rewards each reward's score).
+Writes results.json (settings, template, accuracy or pass@k with a 95% interval, versions, the commit and CPU it ran
+on, seconds; with rewards also each reward's mean and the weighted sum's) and samples.jsonl (prompt, completion,
+extracted answer or program, gold, score, reason; with rewards each reward's score).
 """
 
 import argparse
@@ -37,6 +37,7 @@ from core.inputs.models import (
 from core.inputs.prompts import fit_prompt_list
 from core.report.finished import FOUR_BIT, saved_config
 from core.runs.folder import library_versions
+from core.runs.provenance import commit, cpu
 from core.runs.storage import write_text_whole
 from rewards.sandbox import SandboxUnavailable, isolation_mode, isolation_record
 
@@ -281,6 +282,8 @@ def main(argv=None):
         "template": template,
         "data": args.data or task.default_data or f"{task.hub_id}:{task.hub_config or ''}:{task.split}",
         "versions": library_versions(),
+        # where the number came from: a published accuracy names its commit and CPU class
+        "measured": {"commit": commit(), **cpu()},
         "sandbox_isolation": isolation_record(),
         "seconds": round(time.time() - start, 1),
     }

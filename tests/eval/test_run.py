@@ -1,5 +1,6 @@
 import json
 
+from core.runs.provenance import commit, cpu
 from eval import flips
 from eval.run import main as eval_main
 from tests.conftest import FIXTURES, run_as_make
@@ -18,6 +19,7 @@ def test_make_eval_on_the_tiny_model_writes_results_and_samples(tiny_world, tmp_
     assert low <= results["accuracy"] <= high
     assert results["generation"]["greedy"] and results["template"]["user"] == "{question}"
     assert results["versions"]["trl"] == "1.12.0" and results["seconds"] > 0
+    assert results["measured"] == {"commit": commit(), **cpu()} and results["measured"]["cpu"]
     assert results["sandbox_isolation"] == "root"
     assert {"prompt", "completion", "extracted", "gold", "score", "reason"} <= set(samples[0])
 

@@ -34,7 +34,7 @@ def test_the_shipped_word_problems_are_the_generator_s_with_answers_the_verifier
         assert rows == generated[split] and len(rows) == size
         golds = [row["answer"] for row in rows]
         assert math_accuracy(golds, golds) == [1.0] * size
-    assert not {key(r) for r in generated["train"]} & {key(r) for r in generated["test"] + generated["validation"]}
+    assert not {key(r) for r in generated["train"] + generated["validation"]} & {key(r) for r in generated["test"]}
     assert DATA_SIZES["test"] >= 500
     gsm8k = read_rows(data / GSM8K_FILE)
     assert len(gsm8k) == GSM8K_SAMPLE and all(row["gsm8k_train_line"] > 0 for row in gsm8k)
