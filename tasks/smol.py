@@ -36,7 +36,7 @@ REQUIREMENTS = "requirements-smol.txt"
 # training and `make eval` send the same text whatever a template would add.
 SYSTEM_PROMPT = "You are a helpful AI assistant named SmolLM, trained by Hugging Face"
 DATA_SEED = 0
-DATA_SIZES = {"train": 4000, "validation": 200, "test": 600}
+DATA_SIZES = {"train": 4000, "validation": 200, "test": 700}
 # GSM8K train-split problems copied into the project (its test split is not reachable offline): the base model's
 # accuracy on real grade-school problems, never trained on.
 GSM8K_SAMPLE = 200

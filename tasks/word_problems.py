@@ -55,7 +55,7 @@ CHAINS = {
     ],
 }
 # Shares of one-, two- and three-step problems in every split.
-STEP_SHARES = {1: 0.5, 2: 0.35, 3: 0.15}
+STEP_SHARES = {1: 0.7, 2: 0.2, 3: 0.1}
 MAX_MISSES = 10_000
 # Draws a split spends looking for a problem it does not hold yet before it takes one again in other words.
 PREFER_NEW = 200
@@ -123,7 +123,7 @@ HELD_OUT = Pool(
             "{name} filled {a} boxes with {b} {things} in each box.",
             "{name} made {a} piles of {things}, {b} in every pile.",
         ),
-        "together": ("{other} collected {b} {things} for {name}, who already had {a}.",),
+        "together": ("{name} had {a} {things}, and {other} had {b} {things}. {other} gave all of them to {name}.",),
     },
     steps={
         "gets": ("Then {name} found {b} more {things}.", "Later, {other} handed {name} {b} {things}."),
@@ -136,7 +136,18 @@ HELD_OUT = Pool(
         "shares": ("How many {things} went into each bag?",),
     },
     names=("Hana", "Pablo", "Zara", "Tariq", "Lena", "Felix", "Maya", "Oscar", "Nina", "Yusuf", "Greta", "Sami"),
-    objects=("oranges", "buttons", "beads", "crayons", "tickets", "walnuts", "postcards", "pebbles", "ribbons", "dice"),
+    objects=(
+        "oranges",
+        "buttons",
+        "beads",
+        "crayons",
+        "tickets",
+        "walnuts",
+        "postcards",
+        "pebbles",
+        "ribbons",
+        "dice",
+    ),
     amounts=range(2, 13),
     factors=range(2, 4),
 )

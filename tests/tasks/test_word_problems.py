@@ -12,7 +12,7 @@ import pytest
 from rewards.math import math_accuracy
 from tasks.word_problems import CHAINS, HELD_OUT, STEP_SHARES, TRAIN, generate_splits, key, make_problem
 
-SIZES = {"train": 1200, "validation": 200, "test": 600}
+SIZES = {"train": 1200, "validation": 200, "test": 700}
 
 
 @pytest.fixture(scope="module")
