@@ -102,3 +102,26 @@ def test_make_eval_on_the_smol_task_prompts_as_training_does_and_scores_with_mat
     rescored = math_accuracy([s["completion"] for s in samples], [s["gold"] for s in samples])
     assert [s["score"] for s in samples] == [r or 0.0 for r in rescored]
     assert results["accuracy"] == sum(rescored) / 16
+
+
+def test_docs_give_the_base_accuracy_its_records_hold_on_the_shipped_held_out_split():
+    """docs/smol.md's base accuracy on the word problems is `make eval TASK=smol OUT=results/smol/base`'s record, on
+    the shipped held-out split (its prompts, in order), with the commit and CPU it ran on; the accuracy by steps is
+    that record's."""
+    record = REPO_ROOT / "results" / "smol" / "base"
+    results = json.loads((record / "results.json").read_text())
+    samples = read_rows(record / "samples.jsonl")
+    rows = read_rows(SHIPPED / "smol" / "data" / "test.jsonl")
+    assert [s["prompt"] for s in samples] == [r["question"] for r in rows] and results["n"] == len(rows) >= 500
+    assert results["measured"]["commit"] and results["measured"]["cpu"] and results["generation"]["greedy"]
+    docs = " ".join((REPO_ROOT / "docs" / "smol.md").read_text().split())
+    low, high = results["accuracy_ci95"]
+    row = f"| the word problems' held-out split ({len(rows)}) | `make eval TASK=smol OUT=results/smol/base` | "
+    assert f"{row}{results['accuracy']:.1%} [{low:.1%}, {high:.1%}] | {results['seconds']:.0f} s |" in docs
+    assert f"the commit, {results['measured']['commit'][:7]} " in docs
+    by_steps = {}
+    for row, sample in zip(rows, samples, strict=True):
+        by_steps.setdefault(row["steps"], []).append(sample["score"])
+    words = {1: "one step", 2: "two steps", 3: "three steps"}
+    said = ", ".join(f"{words[n]} {sum(v) / len(v):.1%} of {len(v)}" for n, v in sorted(by_steps.items()))
+    assert f"By steps: {said}." in docs
