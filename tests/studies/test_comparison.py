@@ -566,8 +566,7 @@ def test_the_real_models_readme_is_its_json():
     tally = next(line for line in worlds if line.startswith("Of the "))
     kinds = "holds|not seen|consistent|not told apart|flips"
     counts = dict((what, int(n)) for n, what in re.findall(rf"(\d+) ({kinds})", tally))
-    docs = " ".join((REPO_ROOT / "docs" / "comparison.md").read_text().split())
-    said_there = docs.split("- `results/compare/smol/`:", 1)[1].split("- `results/compare/", 1)[0]
+    said_there = docs_entry("smol")
     claims = int(re.search(r"Of the (\d+) claims", tally).group(1))
     assert f"of the tiny math table's {claims} claims, {counts.get('holds', 0)} hold" in said_there
     assert f"{counts.get('not seen', 0)} are not seen" in said_there
@@ -630,6 +629,16 @@ def test_the_real_models_readme_is_its_json():
     assert min(r["completion_length_mean"] for k, r in runs.items() if k[0] != "base") == pytest.approx(23.53)
     assert settings["steps"] == {"grpo": 14, "ppo": 7}
     assert f"2 took {settings['seconds_this_invocation']:,.0f} s here" in text  # the last invocation: seeds 1 and 2
+
+
+def comparison_docs() -> str:
+    """docs/comparison.md, whitespace folded as the tests read it."""
+    return " ".join((REPO_ROOT / "docs" / "comparison.md").read_text().split())
+
+
+def docs_entry(folder: str) -> str:
+    """docs/comparison.md's account of one published folder under results/compare/ (its list item)."""
+    return comparison_docs().split(f"- `results/compare/{folder}/`:", 1)[1].split("- `results/compare/", 1)[0]
 
 
 # Each pre-registered rerun (results/compare/preregistration.json) and the published table its claims are read against.
@@ -698,8 +707,7 @@ def test_a_preregistered_rerun_is_what_its_preregistration_named_and_its_readme_
         # docs/comparison.md's account: the budget's and the replication's tallies, PPO's sampled pass@1 under each
         # budget and its CPU seconds' ratio
         prompts = json.loads((folder.with_name(f"{table['profile']}-fresh") / "summary.json").read_text())
-        docs = " ".join((REPO_ROOT / "docs" / "comparison.md").read_text().split())
-        there = docs.split(f"- `results/compare/{name}/`:", 1)[1].split("- `results/compare/", 1)[0]
+        there = docs_entry(name)
         kept = list(claim_verdicts(prompts, summary).values())
         earlier = json.loads((REPO_ROOT / RERUNS[name] / "summary.json").read_text())
         judged = list(claim_verdicts(earlier, summary).values())
@@ -813,8 +821,7 @@ def test_the_same_completions_table_is_its_json(profile):
     # docs/comparison.md: PPO with 8x the completions, its sampled pass@1 under each budget, for 8x its CPU seconds
     ppo = next(a for a in summary["methods"] if a["method"] == "ppo")
     ppo_prompts = next(a for a in prompts["methods"] if a["method"] == "ppo")
-    docs = " ".join((REPO_ROOT / "docs" / "comparison.md").read_text().split())
-    said = docs.split(f"- `results/compare/{profile}-completions/`:", 1)[1].split("- `results/compare/", 1)[0]
+    said = docs_entry(f"{profile}-completions")
     assert f"from {ppo_prompts['sampled_pass1']:.1%} to {ppo['sampled_pass1']:.1%} sampled pass@1" in said
     assert 7.5 < ppo["cpu_seconds"] / ppo_prompts["cpu_seconds"] < 8.5
 
@@ -1160,8 +1167,7 @@ def test_the_fresh_code_tables_reading_is_its_numbers():
     sweep = json.loads((folder / "sweep.json").read_text())
     assert all(r["at_edge"] for r in sweep if r["chosen"] and r["key"] == "learning_rate")
     assert "every method's learning rate was chosen at its grid's upper edge" in text
-    docs = " ".join((REPO_ROOT / "docs" / "comparison.md").read_text().split())  # its account there, the same numbers
-    there = docs.split("- `results/compare/tiny-code-fresh/`:", 1)[1].split("- `results/compare/", 1)[0]
+    there = docs_entry("tiny-code-fresh")  # its account in docs/comparison.md, the same numbers
     assert f"the base passes {sampled:.1%} and no method's median run more than {max(medians.values()):.1%}" in there
     assert f'each of the published table\'s {len(judged)} claims reads "not seen"' in there
     assert f"{json.loads((folder / 'settings.json').read_text())['seconds']:,.0f} s" in there
@@ -1200,8 +1206,8 @@ def test_the_fresh_math_tables_reading_is_its_numbers():
     at_edge = {(r["method"], r["key"]) for r in sweep if r["chosen"] and r.get("at_edge")}
     assert at_edge == {("ppo", "learning_rate"), ("ppo", "kl_coef"), ("dpo", "learning_rate")}
     assert "PPO's rate and kl_coef and DPO's rate were chosen at their grid's edge" in text
-    docs = " ".join((REPO_ROOT / "docs" / "comparison.md").read_text().split())  # its account there, the same tally
-    there = docs.split("- `results/compare/tiny-fresh/`:", 1)[1].split("- `results/compare/", 1)[0]
+    docs = comparison_docs()
+    there = docs_entry("tiny-fresh")  # its account there, the same tally
     assert f"Of the published table's {len(judged)} claims, {len(held)} hold and 1 is not told apart" in there
     assert f"+{gain * 100:.1f} points over the base instead of +{then * 100:.1f}" in there
     assert f"claims {len(claimed)} of {len(sharpened)} (all but DPO against PPO)" in there
