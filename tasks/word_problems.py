@@ -27,8 +27,6 @@ licence-free.
 import random
 from dataclasses import dataclass
 
-STARTS = ("has", "groups", "together")
-STEPS = ("gets", "gives", "doubles", "shares")
 # The chains, by how many arithmetic steps they take (a plain start is none; bags of so many, or two people's
 # together, one). `shares` only ends a chain: its question asks for one share.
 CHAINS = {
@@ -94,24 +92,8 @@ TRAIN = Pool(
         "amount": ("How many {things} does {name} have now?", "How many {things} does {name} have in all?"),
         "shares": ("How many {things} does each friend get?",),
     },
-    names=(
-        "Ava",
-        "Ben",
-        "Cara",
-        "Dan",
-        "Eli",
-        "Fay",
-        "Gus",
-        "Ivy",
-        "Jay",
-        "Kim",
-        "Leo",
-        "Mia",
-        "Noah",
-        "Omar",
-        "Rosa",
-    ),
-    objects=("apples", "books", "marbles", "stickers", "shells", "cards", "pencils", "cookies", "stamps", "coins"),
+    names=tuple("Ava Ben Cara Dan Eli Fay Gus Ivy Jay Kim Leo Mia Noah Omar Rosa".split()),
+    objects=tuple("apples books marbles stickers shells cards pencils cookies stamps coins".split()),
     amounts=range(13, 26),
     factors=range(4, 6),
 )
@@ -135,19 +117,8 @@ HELD_OUT = Pool(
         "amount": ("How many {things} does {name} have at the end?", "How many {things} did {name} end up with?"),
         "shares": ("How many {things} went into each bag?",),
     },
-    names=("Hana", "Pablo", "Zara", "Tariq", "Lena", "Felix", "Maya", "Oscar", "Nina", "Yusuf", "Greta", "Sami"),
-    objects=(
-        "oranges",
-        "buttons",
-        "beads",
-        "crayons",
-        "tickets",
-        "walnuts",
-        "postcards",
-        "pebbles",
-        "ribbons",
-        "dice",
-    ),
+    names=tuple("Hana Pablo Zara Tariq Lena Felix Maya Oscar Nina Yusuf Greta Sami".split()),
+    objects=tuple("oranges buttons beads crayons tickets walnuts postcards pebbles ribbons dice".split()),
     amounts=range(2, 13),
     factors=range(2, 4),
 )
@@ -221,9 +192,9 @@ def key(row: dict) -> tuple:
 def generate_splits(seed: int, sizes: dict[str, int]) -> dict[str, list[dict]]:
     """{split: rows}: `test` from `HELD_OUT`, every other split from `TRAIN`; one, two and three steps in
     `STEP_SHARES`, the chains of each in turn; no question twice, and in a split no (kind, numbers) pair twice where
-    the pool has others (`PREFER_NEW`). The pools' numbers are disjoint, so no (kind,
-    numbers) pair of the test split is in another; `validation` is the training world's (tuning measures what
-    training does; the held-out problems stay unseen by both).
+    the pool has others (`PREFER_NEW`). The pools' numbers are disjoint, so no (kind, numbers) pair of the test split
+    is in another; `validation` is the training world's (tuning measures what training does; the held-out problems
+    stay unseen by both).
 
     >>> splits = generate_splits(0, {"train": 60, "validation": 12, "test": 12})
     >>> {key(q) for q in splits["train"] + splits["validation"]} & {key(q) for q in splits["test"]}
