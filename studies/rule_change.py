@@ -95,12 +95,13 @@ def verdicts(folder: str, commit: str | None, consistent: bool = True) -> dict:
 def report(commit: str, after: str | None = None) -> str:
     """The page: the published JSON at `commit` (before the rule) against `after` (None: the working tree)."""
     command = f"python -m studies.rule_change --before {commit}" + (f" --after {after}" if after else "")
+    read_at = f"at commit {after}" if after else "now"
     lines = [
         f"# What #64's rule changed in the published tables (`{command}`)",
         "",
-        f"Each difference whose claim or detectable difference reads differently in the published JSON now than at "
-        f"commit {commit}: 'A > B' a claim (Holm over the table's family; '*': the seeds' own t-test at the same "
-        "level would not claim it, the claim rests on the crossed seeds x problems variance), 'A ~ B' not told "
+        f"Each difference whose claim or detectable difference reads differently in the published JSON {read_at} "
+        f"than at commit {commit}: 'A > B' a claim (Holm over the table's family; '*': the seeds' own t-test at the "
+        "same level would not claim it, the claim rests on the crossed seeds x problems variance), 'A ~ B' not told "
         "apart with the smallest difference the run could have detected (80% power, now at the level Holm would "
         "have needed; the studies' degrees of freedom were stored rounded down, so theirs are bounds until rerun). "
         "Every other difference reads as before.",
