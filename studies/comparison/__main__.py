@@ -28,9 +28,9 @@ the RL methods optimise, and with k samples per problem a much narrower interval
 models draw their samples under that seed, the base's again under each seed. Every number is computed from the
 per-problem scores (per_problem.jsonl) by one rule (studies.comparison.inference): accuracies are shares over seeds
 x problems with 95% intervals bounded to [0, 1]; every difference (each method against the base, every pair of
-methods, both metrics) is the seeds x problems interval, and together they are one family, Holm-corrected at 5%: a
-difference is claimed only where its adjusted p is below 0.05, and one that is not gives the smallest difference the
-run could have detected (80% power).
+methods, both metrics) is the seeds x problems interval, and together they are one family, Holm-corrected at 5% (with
+`--primary`, a pre-registration's contrasts one family and the rest another): a difference is claimed only where its
+adjusted p is below 0.05, and one that is not gives the smallest difference the run could have detected (80% power).
 Accuracy against compute: each run saves its adapter at every quarter of its budget; each checkpoint is scored on
 the validation split (sampled pass@1) against the training seconds and samples it had used. At matched compute
 (studies.comparison.matched): GRPO, PPO and DPO each read on the held-out problems at its last checkpoint within the
@@ -83,6 +83,11 @@ def arguments() -> argparse.ArgumentParser:
         "--heldout",
         help="score on this file of held-out problems (the task's format) instead of the task's held-out split: "
         "problems no run scored before (results/compare/fresh/, results/compare/preregistration.json)",
+    )
+    parser.add_argument(
+        "--primary",
+        help="a pre-registration (JSON) whose `primary_contrasts` ([a, b, metric], committed before the runs) form "
+        "a Holm family of their own; every other difference is secondary",
     )
     parser.add_argument(
         "--first_seed",

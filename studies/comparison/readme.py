@@ -13,6 +13,7 @@ Parts, from the folder's summary.json and settings.json unless said:
                    against this pre-registered rerun
     compute        accuracy against compute, in words
     matched        held-out accuracy of GRPO, PPO and DPO at matched CPU seconds (studies.comparison.matched)
+    primary        the pre-registered primary contrasts (a table run with --primary), their own Holm family
     against-base, versus   every difference of the family, with its Holm p
     replaced       `<!-- generated: replaced (commit 172e0fb) -->`: each claim of replaced.json (the table this one
                    replaced, measured where the parenthesis says) against this one
@@ -31,7 +32,7 @@ from studies.comparison.report import compute_lines, headline_table, provenance,
 from studies.comparison.scores import read_scores
 from studies.comparison.sharpening import section as sharpening_section
 from studies.comparison.tuning import sweep_summary, swept_where
-from studies.comparison.versus import markdown, what_holds
+from studies.comparison.versus import markdown, primary_section, what_holds
 from studies.comparison.worlds import budget_section, replaced_section, replication_section, transfer_table
 from studies.runner import PROFILES
 
@@ -70,6 +71,12 @@ def part(name: str, argument: str | None, folder: Path, summary: dict) -> str:
         if "matched" not in summary:
             raise SystemExit(f"README part 'matched' in {folder}: its summary.json has no rows at matched compute")
         return matched_section(summary["matched"])
+    if name == "primary":
+        if not primary_section(summary):
+            raise SystemExit(
+                f"README part 'primary' in {folder}: its summary.json has no pre-registered primary family"
+            )
+        return "\n".join(primary_section(summary))
     if name == "against-base":
         return "\n".join(markdown(summary["against_base"], "## Against the base"))
     if name == "versus":

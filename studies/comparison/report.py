@@ -6,7 +6,7 @@ from pathlib import Path
 
 from core.report.plots import rolling_mean
 from studies.comparison.matched import section as matched_section
-from studies.comparison.versus import markdown, what_holds
+from studies.comparison.versus import family_words, markdown, primary_section, what_holds
 from studies.comparison.worlds import transfer_table
 from studies.runner import SCRIPT
 
@@ -183,8 +183,8 @@ def methods_table(summary: dict, settings: dict) -> list[str]:
         + (
             "Per method: the share over seeds x problems with its 95% interval, bounded to [0, 100]%; 'vs base' is "
             "the seeds x problems difference from the base (its samples drawn again under each seed), and 'beats "
-            "base' a gain claimed under Holm's correction over the comparison's family of "
-            f"{summary['family_size']} differences (per_problem.jsonl holds every score behind them)."
+            f"base' a gain claimed under Holm's correction over {family_words(summary)} (per_problem.jsonl holds "
+            "every score behind them)."
             if "rule" in summary
             else "Per method: the mean over seeds with the seeds' 95% t-interval (with one seed: the run's own 95% "
             "interval); 'vs base' is the paired per-problem difference from the base, averaged over seeds."
@@ -274,6 +274,7 @@ def write_markdown(
     """summary.md; with `checks` (a tiny world's profile and published summary), whether its claims hold here."""
     lines = methods_table(summary, settings)
     lines += ["", "## What holds", "", what_holds(summary)]
+    lines += ["", *primary_section(summary)] if primary_section(summary) else []
     if checks:
         lines += ["", *transfer_table(checks[1], summary, checks[0], settings["profile"])]
     compute = compute_lines(summary)

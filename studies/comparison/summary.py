@@ -270,15 +270,18 @@ def from_scores(
     base_validation: float | None,
     budget: str = "prompts",
     out: Path | None = None,
+    primary: list | tuple = (),
 ) -> dict:
     """summary.json's content: the runs' measured records and every statistic, computed from the per-problem scores
-    (the same function after a run and for --report); with `out`, the rows at matched compute its files hold."""
-    inference = infer(scores, methods)
+    (the same function after a run and for --report); with `out`, the rows at matched compute its files hold; with
+    `primary`, the pre-registered contrasts Holm-corrected as a family of their own (studies.comparison.inference)."""
+    inference = infer(scores, methods, primary)
     records = with_statistics(records, scores)
     summary = {
         "budget": budget,
         "rule": inference["rule"],
         "family_size": inference["family_size"],
+        **({"families": inference["families"]} if "families" in inference else {}),
         "methods": aggregate(records, inference),
         "against_base": inference["against_base"],
         "versus": inference["versus"],
@@ -300,4 +303,5 @@ def summary_again(summary: dict, settings: dict, out: Path) -> dict:
         summary["base_validation_sampled_pass1"],
         summary["budget"],
         out,
+        settings.get("primary", ()),
     )

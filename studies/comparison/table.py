@@ -16,6 +16,7 @@ from core.runs.folder import library_versions
 from core.runs.provenance import REPO, code_digest, commit, cpu
 from core.runs.timing import Elapsed
 from studies.comparison import matched
+from studies.comparison.inference import primary_contrasts
 from studies.comparison.published import against_published, read_published
 from studies.comparison.readme import rewrite_readmes
 from studies.comparison.report import plot, write_markdown
@@ -99,6 +100,8 @@ class TablePlan:
     prompts_for: dict | None
     checkpoints: int
     heldout_rows: list[dict]
+    primary: list[list[str]] = field(default_factory=list)
+    primary_from: dict | None = None
 
 
 def resolve(args) -> Comparison:
@@ -166,7 +169,33 @@ def plan_table(run: Comparison) -> TablePlan:
                 f"[compare] the same runs as {source} (same training code, prompts, evaluation): {', '.join(borrowed)}"
             )
     checkpoints = run.profile.get("checkpoints", CHECKPOINTS) if run.validation else 0
-    return TablePlan(same, tuned, seeds, source, borrowed, prompts_for, checkpoints, heldout_rows)
+    primary, primary_from = read_primary(args.primary, args.methods)
+    return TablePlan(
+        same, tuned, seeds, source, borrowed, prompts_for, checkpoints, heldout_rows, primary, primary_from
+    )
+
+
+def read_primary(path: str | None, methods: list[str]) -> tuple[list[list[str]], dict | None]:
+    """`--primary`'s contrasts ([a, b, metric], as the table writes them) and where they came from (file, SHA-256),
+    checked before any run trains; one line naming the file and what is wrong."""
+    if path is None:
+        return [], None
+    file = Path(path)
+    if not file.is_file():
+        raise SystemExit(f"--primary {path}: no such file")
+    try:
+        named = json.loads(file.read_text())["primary_contrasts"]
+    except (json.JSONDecodeError, KeyError, TypeError) as error:
+        raise SystemExit(
+            f"--primary {path}: not a pre-registration with a `primary_contrasts` list ({error})"
+        ) from None
+    if not isinstance(named, list) or not named:
+        raise SystemExit(f"--primary {path}: `primary_contrasts` must list at least one [a, b, metric]")
+    try:
+        contrasts = primary_contrasts(named, methods)
+    except SystemExit as error:
+        raise SystemExit(f"--primary {path}: {error}") from None
+    return [list(c) for c in contrasts], {"file": path, "sha256": sha256(file)}
 
 
 def train_table(run: Comparison, plan: TablePlan, elapsed: Elapsed) -> dict:
@@ -260,6 +289,7 @@ def table_settings(run: Comparison, plan: TablePlan, records: list[dict], elapse
         "seconds": round(elapsed.save(), 1),
         "seconds_this_invocation": round(time.time() - run.start, 1),
         "borrowed": borrowed_note(plan.source, plan.borrowed),
+        **({"primary": plan.primary, "primary_from": plan.primary_from} if plan.primary else {}),
         "steps": {
             m: steps_for(m, recipe_config(args.profile, m)[1], (plan.prompts_for or {}).get(m, run.prompts))
             for m in ("grpo", "ppo")
@@ -282,7 +312,9 @@ def run_table(run: Comparison) -> dict:
     same_machine(records)
     if plan.checkpoints:  # held-out accuracy at matched CPU seconds, from the checkpoints
         matched.score(runs, evals, scoring)
-    summary = from_scores(records, read_scores(out), run.args.methods, base_validation, run.args.budget, out)
+    summary = from_scores(
+        records, read_scores(out), run.args.methods, base_validation, run.args.budget, out, plan.primary
+    )
     settings = table_settings(run, plan, records, elapsed)
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     (out / "settings.json").write_text(json.dumps(settings, indent=2) + "\n")

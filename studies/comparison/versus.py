@@ -106,6 +106,24 @@ def sentence(row: dict) -> str:
 
 
 FAMILY = "the comparison's family (against the base and method against method, both metrics)"
+PRIMARY = "P"  # beside a pre-registered primary contrast's Holm p: corrected within the primary family only
+
+
+def family_words(summary: dict) -> str:
+    """The family a table's Holm p is taken over, in words.
+
+    >>> family_words({"family_size": 30})
+    'the family of 30 differences'
+    >>> family_words({"family_size": 30, "families": {"primary": 4, "secondary": 26}})
+    'its family: the 4 pre-registered primary differences, or the 26 secondary ones'
+    """
+    families = summary.get("families")
+    if not families:
+        return f"the family of {summary['family_size']} differences"
+    return (
+        f"its family: the {families['primary']} pre-registered primary differences, or the {families['secondary']} "
+        "secondary ones"
+    )
 
 
 def markdown(rows: list[dict], title: str = "## Method against method", family: str = FAMILY) -> list[str]:
@@ -125,6 +143,12 @@ def markdown(rows: list[dict], title: str = "## Method against method", family: 
             "could have detected (80% power)."
             if corrected
             else "."
+        )
+        + (
+            f" {PRIMARY}: a pre-registered primary contrast, its Holm p taken within the primary family alone (the "
+            "others' within the secondary family)."
+            if any(row.get("family") == "primary" for row in rows)
+            else ""
         ),
         "",
     ]
@@ -149,7 +173,8 @@ def markdown(rows: list[dict], title: str = "## Method against method", family: 
             if corrected:
                 seen = "" if row["detectable"] is None else detectable(row["detectable"])
                 claimed = f"yes{mark(row)}" if row["claimed"] else "no"
-                cells += [points(row["mean"], row["ci95"]), adjusted(row["p_holm"]), claimed]
+                primary = f" ({PRIMARY})" if row.get("family") == "primary" else ""
+                cells += [points(row["mean"], row["ci95"]), adjusted(row["p_holm"]) + primary, claimed]
                 cells.append(seen)
             else:
                 cells += [points(row["mean"], row["ci95"]), "yes" if row["excludes_zero"] else "no"]
@@ -245,8 +270,7 @@ def what_holds(summary: dict) -> str:
     if "rule" in summary:
         text = (
             f"With the same {summary.get('budget', 'prompts')} for every method, against the base (seeds x problems, "
-            "the base's samples drawn again under each seed; Holm over the family of "
-            f"{summary['family_size']} differences): {against_base}."
+            f"the base's samples drawn again under each seed; Holm over {family_words(summary)}): {against_base}."
         )
         rule = "the same rule"
     else:  # published before the Holm rule
@@ -257,3 +281,33 @@ def what_holds(summary: dict) -> str:
     if "*" in text:
         text += " " + CROSSED_ONLY
     return textwrap.fill(text, width=116, break_on_hyphens=False)
+
+
+def primary_section(summary: dict) -> list[str]:
+    """A table's pre-registered primary contrasts (the rows of its primary family, in the table's order): each
+    difference, its Holm p within the family, claimed or the smallest difference it could have detected, and the
+    seeds' own check; then one generated sentence each. Empty for a table without them."""
+    rows = [r for r in summary.get("against_base", []) + summary.get("versus", []) if r.get("family") == "primary"]
+    if not rows:
+        return []
+    lines = [
+        "## Primary contrasts (pre-registered)",
+        "",
+        f"Named before the runs; Holm's correction over these {len(rows)} alone, every other difference in a "
+        "secondary family of its own. A - B on the same problems under the same seeds, in points, with the seeds x "
+        "problems 95% interval; 'seeds alone': the seeds' own t-test (df = seeds - 1).",
+        "",
+        "| A | B | metric | A - B | Holm p | claimed | detectable | seeds alone |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for row in rows:
+        seen = "" if row["detectable"] is None else detectable(row["detectable"])
+        check = row.get("seed_level")
+        alone = "" if check is None else f"p {check['p']:.3f} (df {check['df']})"
+        lines.append(
+            f"| {row['a']} | {row['b']} | {METRICS[row['metric']]} | {points(row['mean'], row['ci95'])} "
+            f"| {adjusted(row['p_holm'])} | {f'yes{mark(row)}' if row['claimed'] else 'no'} | {seen} | {alone} |"
+        )
+    if any(mark(row) for row in rows):
+        lines += ["", CROSSED_ONLY]
+    return lines + ["", *(f"- {sentence(row)}" for row in rows)]

@@ -3,6 +3,7 @@
 import copy
 import json
 import math
+import random
 import re
 import shutil
 import statistics
@@ -13,7 +14,7 @@ import yaml
 
 from core.report.stats import crossed_difference, detectable_difference
 from core.runs.metrics import first_last
-from studies.comparison import matched
+from studies.comparison import matched, versus
 from studies.comparison.__main__ import main, write_report
 from studies.comparison.published import against_published, read_published
 from studies.comparison.readme import MAIN_README_SHOWS, PART, filled, write_readme
@@ -28,6 +29,7 @@ from studies.comparison.summary import (
     summary_again,
 )
 from studies.comparison.sweep import chosen_settings, key_grid, sweep_plan, table_seeds, tune
+from studies.comparison.table import read_primary
 from studies.comparison.tuning import sweep_summary, tuning_budget
 from studies.comparison.versus import is_claimed, sentence, what_holds
 from studies.comparison.worlds import (
@@ -334,6 +336,65 @@ def test_every_statistic_comes_from_the_per_problem_scores_as_a_hand_computation
     # each run against the base drawn under its own seed
     run = next(r for r in summary["runs"] if (r["method"], r["seed"]) == ("grpo", 1))
     assert run["sampled_vs_base"] == pytest.approx((0.5 + 0.5 + 0.5 + 0) / 4)
+
+
+def test_a_preregistered_primary_family_is_corrected_apart_from_the_secondary_one(tmp_path):
+    """#66's table: the contrasts a pre-registration names (`--primary`) are one Holm family, every other difference
+    another. By hand: Holm over the two primary p's (the smaller doubled, the larger at least that), and the secondary
+    family's smallest p times its own size, not the table's."""
+    rng = random.Random(66)
+    gains = {"base": 0.0, "grpo": 0.3, "ppo": 0.1, "ipo": 0.15}
+    scores = {}
+    for seed in range(3):
+        for method, gain in gains.items():
+            sampled = [min(1.0, max(0.0, 0.4 + gain + rng.choice((-0.25, 0.0, 0.25)))) for _ in range(30)]
+            scores[(method, seed)] = {"greedy": [round(x) for x in sampled], "sampled": sampled, "samples": 4}
+    records = [measured("base", s, None) for s in range(3)]
+    records += [measured(m, s, 200.0) for m in ("grpo", "ppo", "ipo") for s in range(3)]
+    named = [["grpo", "base", "sampled"], ["base", "ipo", "sampled"]]  # either order: the table writes ipo - base
+    one = from_scores(records, scores, ["grpo", "ppo", "ipo"], None)
+    split = from_scores(records, scores, ["grpo", "ppo", "ipo"], None, primary=named)
+    assert one["family_size"] == split["family_size"] == 12 and "families" not in one
+    assert split["families"] == {"primary": 2, "secondary": 10}
+    rows = split["against_base"] + split["versus"]
+    primary = [r for r in rows if r["family"] == "primary"]
+    assert [(r["a"], r["b"], r["metric"]) for r in primary] == [
+        ("grpo", "base", "sampled"),
+        ("ipo", "base", "sampled"),
+    ]
+    low, high = sorted(primary, key=lambda r: r["p"])
+    assert low["p_holm"] == pytest.approx(min(1.0, 2 * low["p"]))
+    assert high["p_holm"] == pytest.approx(max(low["p_holm"], high["p"]))
+    secondary = [r for r in rows if r["family"] == "secondary"]
+    smallest = min(secondary, key=lambda r: r["p"])
+    assert len(secondary) == 10 and smallest["p_holm"] == pytest.approx(min(1.0, 10 * smallest["p"]))
+    same = next(r for r in one["against_base"] if (r["a"], r["metric"]) == ("grpo", "sampled"))
+    assert same["p"] == pytest.approx(low["p"] if low["a"] == "grpo" else high["p"])  # the same difference, only
+    assert same["p_holm"] >= next(r for r in primary if r["a"] == "grpo")["p_holm"]  # a smaller family's correction
+    # what a reader sees: the primary section (its rows alone), the P beside their Holm p, the families in words
+    section = "\n".join(versus.primary_section(split))
+    assert section.startswith("## Primary contrasts (pre-registered)") and section.count("\n| ") == 1 + 2
+    assert versus.primary_section(one) == []
+    table = "\n".join(versus.markdown(split["against_base"], "## Against the base"))
+    assert table.count(" (P) |") == 2
+    holds = " ".join(what_holds(split).split())
+    assert "Holm over its family: the 2 pre-registered primary differences, or the 10 secondary ones" in holds
+    # named wrongly, it says so in one line before anything trains
+    with pytest.raises(SystemExit, match=r"primary contrast \['grpo', 'dpo', 'sampled'\]: not a difference"):
+        read_primary_file(tmp_path, {"primary_contrasts": [["grpo", "dpo", "sampled"]]}, ["grpo", "ipo"])
+    with pytest.raises(SystemExit, match=r"--primary .*plan.json: not a pre-registration with a `primary_contrasts`"):
+        read_primary_file(tmp_path, {"primary": []}, ["grpo", "ipo"])
+    with pytest.raises(SystemExit, match=r"primary contrast \['ipo', 'grpo', 'greedy'\]: named twice"):
+        named_twice = [["grpo", "ipo", "greedy"], ["ipo", "grpo", "greedy"]]
+        read_primary_file(tmp_path, {"primary_contrasts": named_twice}, ["grpo", "ipo"])
+    contrasts, source = read_primary_file(tmp_path, {"primary_contrasts": named}, ["grpo", "ppo", "ipo"])
+    assert contrasts == [["grpo", "base", "sampled"], ["ipo", "base", "sampled"]] and len(source["sha256"]) == 64
+
+
+def read_primary_file(folder: Path, plan: dict, methods: list[str]):
+    path = folder / "plan.json"
+    path.write_text(json.dumps(plan))
+    return read_primary(str(path), methods)
 
 
 @pytest.mark.slow
