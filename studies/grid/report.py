@@ -21,12 +21,21 @@ def provenance(settings: dict) -> str:
     )
 
 
-def on_one_gpu(target: str) -> str:
-    """The line every study README ends with: the same grid at 7B."""
+def on_one_gpu(target: str, summary: dict) -> str:
+    """The line every study README ends with: the same grid at 7B, and how the README is written again (each
+    difference from the per-problem scores, where the study kept them)."""
+    kept = not any(
+        rounded_down(c[f"{m}_vs_reference"]) for c in summary["cells"] for m in METRICS if c.get(f"{m}_vs_reference")
+    )
+    scores = (
+        ", each difference again from per_problem.jsonl beside it (every held-out score of every run and the base)"
+        if kept
+        else ""
+    )
     return (
         f"The same grid on one GPU: `make {target} PROFILE=7b` (Qwen2.5-7B-Instruct in 4-bit + LoRA on GSM8K, the "
         "7b recipe configs; not run for this README). `python -m studies.grid.<study> --report` rewrites this README "
-        "and its plots from summary.json and settings.json."
+        f"and its plots from summary.json and settings.json{scores}."
     )
 
 
@@ -61,6 +70,7 @@ def table(summary: dict, columns: tuple[tuple[str, str, str], ...] = ()) -> str:
     return "\n".join(lines)
 
 
+METRICS = ("sampled", "greedy")
 # Below this difference an order wants 5 seeds before it is relied on (3 suffice for larger ones).
 SMALL_DIFFERENCE, SEEDS_FOR_SMALL = 0.03, 5
 

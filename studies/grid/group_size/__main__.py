@@ -174,7 +174,7 @@ def readme(summary: dict, settings: dict) -> str:
             "",
             *answer(summary),
             "",
-            on_one_gpu("study-k"),
+            on_one_gpu("study-k", summary),
             "",
         ]
     )

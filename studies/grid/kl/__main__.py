@@ -105,7 +105,7 @@ def readme(summary: dict, settings: dict) -> str:
             "",
             *answer(summary),
             "",
-            on_one_gpu("study-kl"),
+            on_one_gpu("study-kl", summary),
             "",
         ]
     )

@@ -132,7 +132,7 @@ def readme(summary: dict, settings: dict) -> str:
             "",
             *answer(summary),
             "",
-            on_one_gpu("study-length"),
+            on_one_gpu("study-length", summary),
             "",
         ]
     )

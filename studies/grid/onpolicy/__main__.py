@@ -101,7 +101,7 @@ def readme(summary: dict, settings: dict) -> str:
             "",
             *answer(summary),
             "",
-            on_one_gpu("study-onpolicy"),
+            on_one_gpu("study-onpolicy", summary),
             "",
         ]
     )
