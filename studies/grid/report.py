@@ -71,6 +71,10 @@ def table(summary: dict, columns: tuple[tuple[str, str, str], ...] = ()) -> str:
 
 
 METRICS = ("sampled", "greedy")
+WHAT_THE_NUMBERS_SAY = (
+    "What the numbers say (generated from summary.json; an order only where its seeds x problems difference survives "
+    "Holm's correction over the study's family):"
+)
 # Below this difference an order wants 5 seeds before it is relied on (3 suffice for larger ones).
 SMALL_DIFFERENCE, SEEDS_FOR_SMALL = 0.03, 5
 

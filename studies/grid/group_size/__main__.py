@@ -18,6 +18,7 @@ group-size.png.
 from studies.comparison.versus import points
 from studies.grid.engine import Cell, parse_study, publish, run_study, study_arguments
 from studies.grid.report import (
+    WHAT_THE_NUMBERS_SAY,
     against_reference,
     on_one_gpu,
     plot_against_drift,
@@ -169,8 +170,7 @@ def readme(summary: dict, settings: dict) -> str:
             "",
             "![held-out accuracy against KL from the start, per cell](group-size.png)",
             "",
-            "What the numbers say (generated from summary.json; an order only where the seeds x problems interval "
-            "excludes zero):",
+            WHAT_THE_NUMBERS_SAY,
             "",
             *answer(summary),
             "",

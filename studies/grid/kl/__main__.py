@@ -13,6 +13,7 @@ Writes results/studies/kl/: summary.json, settings.json, README.md (its answer g
 
 from studies.grid.engine import Cell, parse_study, publish, run_study, study_arguments
 from studies.grid.report import (
+    WHAT_THE_NUMBERS_SAY,
     against_reference,
     cell_named,
     on_one_gpu,
@@ -100,8 +101,7 @@ def readme(summary: dict, settings: dict) -> str:
             "",
             "![held-out accuracy against KL from the start](kl.png)",
             "",
-            "What the numbers say (generated from summary.json; an order only where the seeds x problems interval "
-            "excludes zero):",
+            WHAT_THE_NUMBERS_SAY,
             "",
             *answer(summary),
             "",

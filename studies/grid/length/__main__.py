@@ -26,7 +26,16 @@ length.png.
 from pathlib import Path
 
 from studies.grid.engine import Cell, parse_study, publish, run_study, study_arguments
-from studies.grid.report import against_reference, cell_named, on_one_gpu, provenance, seed_spread, table, versus
+from studies.grid.report import (
+    WHAT_THE_NUMBERS_SAY,
+    against_reference,
+    cell_named,
+    on_one_gpu,
+    provenance,
+    seed_spread,
+    table,
+    versus,
+)
 from studies.runner import PROFILES
 from tasks.shipped import install
 
@@ -127,8 +136,7 @@ def readme(summary: dict, settings: dict) -> str:
             "",
             "![completion length of right and wrong answers over training](length.png)",
             "",
-            "What the numbers say (generated from summary.json; an order only where the seeds x problems interval "
-            "excludes zero):",
+            WHAT_THE_NUMBERS_SAY,
             "",
             *answer(summary),
             "",

@@ -20,7 +20,15 @@ onpolicy.png.
 from pathlib import Path
 
 from studies.grid.engine import Cell, parse_study, publish, run_study, study_arguments
-from studies.grid.report import against_reference, on_one_gpu, provenance, seed_spread, table, versus
+from studies.grid.report import (
+    WHAT_THE_NUMBERS_SAY,
+    against_reference,
+    on_one_gpu,
+    provenance,
+    seed_spread,
+    table,
+    versus,
+)
 
 ROUNDS = 4
 PROMPTS = 320  # the comparison's budget: 2,560 sampled completions at k=8
@@ -96,8 +104,7 @@ def readme(summary: dict, settings: dict) -> str:
             "",
             "![held-out accuracy per cell](onpolicy.png)",
             "",
-            "What the numbers say (generated from summary.json; an order only where the seeds x problems interval "
-            "excludes zero):",
+            WHAT_THE_NUMBERS_SAY,
             "",
             *answer(summary),
             "",
