@@ -13,8 +13,6 @@ from tests.conftest import REPO_ROOT
 
 STUDIES = {"group-size": "group_size", "kl": "kl", "length": "length", "onpolicy": "onpolicy"}
 RESULTS = REPO_ROOT / "results" / "studies"
-# #64: studies not yet rerun with their per-problem scores kept (their README says so: their numbers are bounds)
-NOT_RERUN = {"group-size"}
 
 
 def published(study: str) -> tuple[dict, dict]:
@@ -53,23 +51,19 @@ def test_report_rewrites_the_readme_and_plot_from_a_copy_of_the_published_json_a
 
 
 @pytest.mark.parametrize("study", sorted(STUDIES))
-def test_each_rerun_study_publishes_every_score_behind_its_numbers(study, tmp_path):
-    """A study rerun since #64 keeps per_problem.jsonl: every cell's seeds and the base, each on every held-out
-    problem; `--report` from a copy of its three files computes every difference again from those scores and writes
-    the published summary.json's differences and README. One not rerun says in its README that its numbers are
-    bounds, and has no scores to recompute them from."""
+def test_each_study_publishes_every_score_behind_its_numbers(study, tmp_path):
+    """Each study keeps per_problem.jsonl (#64): every cell's seeds and the base, each on every held-out problem;
+    `--report` from a copy of its three files computes every difference again from those scores and writes the
+    published summary.json's differences and README (exact degrees of freedom: no bound left)."""
     folder = RESULTS / study
     readme = (folder / "README.md").read_text()
-    if study in NOT_RERUN:
-        assert not (folder / "per_problem.jsonl").exists()
-        assert "This study ran before #64" in readme and "(df rounded down: a bound)" in readme
-        return
     summary, settings = published(study)
     lines = [json.loads(line) for line in (folder / "per_problem.jsonl").read_text().splitlines()]
     runs = {(r["cell"], r["seed"]) for r in summary["runs"]} | {("base", 0)}
     assert {(line["method"], line["seed"]) for line in lines} == runs
     assert len(lines) == len(runs) * settings["eval_n"] and {line["samples"] for line in lines} == {settings["eval_k"]}
-    assert "This study ran before #64" not in readme and "each difference again from per_problem.jsonl" in readme
+    assert "This study ran before #64" not in readme and "a bound" not in readme
+    assert "each difference again from per_problem.jsonl" in readme
     copy = tmp_path / study
     copy.mkdir()
     for name in ("summary.json", "settings.json", "per_problem.jsonl"):
