@@ -4,6 +4,8 @@ an earlier commit, table by table (the comparisons under results/compare/, the s
 
     python -m studies.rule_change --before 85f614f --after 66a75a7 > docs/rule-change.md
 
+`--reruns` writes docs/study-reruns.md: what the studies' reruns with their per-problem scores changed.
+
 docs/rule-change.md is that command's output for #64's rule (float degrees of freedom, the detectable difference at
 the level Holm would have needed, "consistent" beside "not seen", the seeds' own check beside each claim). Both sides
 are read at a commit: the studies' reruns (per-problem scores, #64) rewrite their JSON after `--after`, and what the
@@ -92,6 +94,48 @@ def verdicts(folder: str, commit: str | None, consistent: bool = True) -> dict:
     return {key: verdict(row, ours.get(key), consistent=consistent) for key, row in theirs.items() if is_claimed(row)}
 
 
+def reruns(commit: str, after: str | None = None) -> str:
+    """The studies' page (`--reruns`): each study difference that reads differently after the studies were rerun
+    with their per-problem scores kept (`after`) than under #64's rule on their stored JSON (`commit`)."""
+    command = f"python -m studies.rule_change --before {commit}" + (f" --after {after}" if after else "") + " --reruns"
+    read_at = f"at commit {after}" if after else "now"
+    lines = [
+        f"# What the studies' reruns changed (`{command}`)",
+        "",
+        f"Each cell-against-reference difference of the four studies whose claim or detectable difference reads "
+        f"differently in the published JSON {read_at} (rerun with their per-problem scores kept: Satterthwaite's "
+        f"degrees of freedom exact, the seeds' own check beside each claim) than at commit {commit} (#64's rule on "
+        "degrees of freedom stored rounded down: bounds on the wide side). A rerun trains its runs again with the "
+        "code of its commit: where a cell's accuracy moved, its runs moved (PPO's critic has trained at its own "
+        "learning rate since #45), not only the rule. 'A > B' a claim (Holm over the study's family), 'A ~ B' not "
+        "told apart with the smallest difference the study could have detected. Every other difference reads as "
+        "before.",
+        "",
+        "| table | difference | metric | before | now |",
+        "|---|---|---|---|---|",
+    ]
+    fell = rose = claims = 0
+    for study in STUDIES:
+        path = f"results/studies/{study}/summary.json"
+        before, now = study_rows(read(path, commit)), study_rows(read(path, after))
+        lines += changed(before, now, f"studies/{study}")
+        for key, row in now.items():
+            old = before.get(key)
+            if old is None or claim(old) == claim(row):
+                continue
+            if is_claimed(old) != is_claimed(row):
+                claims += 1
+            elif not is_claimed(row):
+                fell += row["detectable"] < old["detectable"]
+                rose += row["detectable"] > old["detectable"]
+    lines += [
+        "",
+        f"Of these rows, {fell} could now detect a smaller difference than before and {rose} a larger one; "
+        f"{claims} changed between claimed and not claimed.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
 def report(commit: str, after: str | None = None) -> str:
     """The page: the published JSON at `commit` (before the rule) against `after` (None: the working tree)."""
     command = f"python -m studies.rule_change --before {commit}" + (f" --after {after}" if after else "")
@@ -139,8 +183,11 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--before", required=True, help="the commit whose published JSON to read as before")
     parser.add_argument("--after", help="the commit whose published JSON to read as after (default: the files now)")
+    parser.add_argument(
+        "--reruns", action="store_true", help="the studies only: what their reruns with per-problem scores changed"
+    )
     args = parser.parse_args(argv)
-    print(report(args.before, args.after), end="")
+    print((reruns if args.reruns else report)(args.before, args.after), end="")
 
 
 if __name__ == "__main__":

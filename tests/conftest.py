@@ -252,13 +252,15 @@ def run_main(module: str, *argv: str) -> None:
         importlib.import_module(entry).main(list(argv))
 
 
-def small_comparison(profile: str, out: Path, *methods: str) -> Path:
+def small_comparison(profile: str, out: Path, *methods: str, transfer: str | None = None) -> Path:
     """`make compare` at a small budget (16 prompts, 24 held-out problems, 2 samples each): each method's training in
-    its own process (all of them, or `methods`), their evaluations, summary and plots. In full precision: its subject
-    is the pipeline, and the 4-bit path costs 2-3x more on a CPU without AVX512-BF16 (the tests of the recipes and
-    of loading cover 4-bit)."""
+    its own process (all of them, or `methods`), their evaluations, summary and plots; with `transfer` (TASK:FILE),
+    every final adapter and the base also scored greedy on its first 8 problems. In full precision: its subject is
+    the pipeline, and the 4-bit path costs 2-3x more on a CPU without AVX512-BF16 (the tests of the recipes and of
+    loading cover 4-bit)."""
     argv = ["--profile", profile, "--prompts", "16", "--eval_limit", "24", "--eval_k", "2", "--seeds", "1"]
     argv += ["--load_in_4bit", "false", "--out", str(out), *(["--methods", *methods] if methods else [])]
+    argv += ["--transfer", transfer, "--transfer_limit", "8"] if transfer else []
     run_main("studies.comparison", *argv)
     return out
 
@@ -282,7 +284,9 @@ def built_once(tmp_path_factory, name: str, build) -> Path:
 
 @pytest.fixture(scope="session")
 def compare_results(tiny_world, tmp_path_factory) -> Path:
-    return built_once(tmp_path_factory, "compare", lambda out: small_comparison("tiny", out))
+    # the transfer problems: the tiny world's validation split stands in for another task (the pipeline is the subject)
+    transfer = f"tiny:{tiny_world / 'data' / 'validation.jsonl'}"
+    return built_once(tmp_path_factory, "compare", lambda out: small_comparison("tiny", out, transfer=transfer))
 
 
 @pytest.fixture(scope="session")

@@ -90,6 +90,12 @@ def arguments() -> argparse.ArgumentParser:
         "a Holm family of their own; every other difference is secondary",
     )
     parser.add_argument(
+        "--transfer",
+        help="TASK:FILE: also score every final adapter and the base, greedy, on these problems of another task that "
+        "no run trains on (the smol table: gsm8k:artifacts/smol/data/gsm8k-train-sample.jsonl)",
+    )
+    parser.add_argument("--transfer_limit", type=int, help="the first N transfer problems (default: all)")
+    parser.add_argument(
         "--first_seed",
         type=int,
         help="the table's first seed (default: the first after the seeds --out's sweep.json tuned on, 0 without one): "

@@ -13,6 +13,7 @@ Parts, from the folder's summary.json and settings.json unless said:
                    against this pre-registered rerun
     compute        accuracy against compute, in words
     matched        held-out accuracy of GRPO, PPO and DPO at matched CPU seconds (studies.comparison.matched)
+    transfer       greedy accuracy on another task's problems no run trained on (a table run with --transfer)
     primary        the pre-registered primary contrasts (a table run with --primary), their own Holm family
     against-base, versus   every difference of the family, with its Holm p
     replaced       `<!-- generated: replaced (commit 172e0fb) -->`: each claim of replaced.json (the table this one
@@ -31,6 +32,7 @@ from studies.comparison.matched import section as matched_section
 from studies.comparison.report import compute_lines, headline_table, provenance, seeds_table
 from studies.comparison.scores import read_scores
 from studies.comparison.sharpening import section as sharpening_section
+from studies.comparison.transfer import section as transfer_section
 from studies.comparison.tuning import sweep_summary, swept_where
 from studies.comparison.versus import markdown, primary_section, what_holds
 from studies.comparison.worlds import budget_section, replaced_section, replication_section, transfer_table
@@ -71,6 +73,10 @@ def part(name: str, argument: str | None, folder: Path, summary: dict) -> str:
         if "matched" not in summary:
             raise SystemExit(f"README part 'matched' in {folder}: its summary.json has no rows at matched compute")
         return matched_section(summary["matched"])
+    if name == "transfer":
+        if "transfer" not in summary:
+            raise SystemExit(f"README part 'transfer' in {folder}: its summary.json has no transfer scores")
+        return transfer_section(summary["transfer"])
     if name == "primary":
         if not primary_section(summary):
             raise SystemExit(
@@ -93,7 +99,8 @@ def part(name: str, argument: str | None, folder: Path, summary: dict) -> str:
         checked = PROFILES[profile].get("checks")
         if not checked:
             raise SystemExit(f"README part 'worlds' in {folder}: profile {profile} checks no tiny world's table")
-        return "\n".join(transfer_table(_json(folder.with_name(checked) / "summary.json"), summary, checked, profile))
+        tiny = _json(folder.with_name(checked) / "summary.json")
+        return "\n".join(transfer_table(tiny, summary, checked, profile, agreement=True))
     raise SystemExit(f"README part '{name}': no such part (studies/comparison/readme.py lists them)")
 
 

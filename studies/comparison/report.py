@@ -6,6 +6,7 @@ from pathlib import Path
 
 from core.report.plots import rolling_mean
 from studies.comparison.matched import section as matched_section
+from studies.comparison.transfer import section as transfer_section
 from studies.comparison.versus import family_words, markdown, primary_section, what_holds
 from studies.comparison.worlds import transfer_table
 from studies.runner import SCRIPT
@@ -183,8 +184,8 @@ def methods_table(summary: dict, settings: dict) -> list[str]:
         + (
             "Per method: the share over seeds x problems with its 95% interval, bounded to [0, 100]%; 'vs base' is "
             "the seeds x problems difference from the base (its samples drawn again under each seed), and 'beats "
-            f"base' a gain claimed under Holm's correction over {family_words(summary)} (per_problem.jsonl holds "
-            "every score behind them)."
+            f"base' a gain claimed under Holm's correction over {family_of(summary)} (per_problem.jsonl holds every "
+            "score behind them)."
             if "rule" in summary
             else "Per method: the mean over seeds with the seeds' 95% t-interval (with one seed: the run's own 95% "
             "interval); 'vs base' is the paired per-problem difference from the base, averaged over seeds."
@@ -268,6 +269,13 @@ def sweep_table(sweep: list[dict]) -> list[str]:
     return lines
 
 
+def family_of(summary: dict) -> str:
+    """The Holm family of a table's claims against the base, as summary.md names it."""
+    if summary.get("families"):
+        return family_words(summary)
+    return f"the comparison's family of {summary['family_size']} differences"
+
+
 def write_markdown(
     summary: dict, settings: dict, path: Path, sweep: list | None = None, checks: tuple[str, dict] | None = None
 ) -> None:
@@ -275,8 +283,9 @@ def write_markdown(
     lines = methods_table(summary, settings)
     lines += ["", "## What holds", "", what_holds(summary)]
     lines += ["", *primary_section(summary)] if primary_section(summary) else []
+    lines += ["", "## Transfer", "", transfer_section(summary["transfer"])] if summary.get("transfer") else []
     if checks:
-        lines += ["", *transfer_table(checks[1], summary, checks[0], settings["profile"])]
+        lines += ["", *transfer_table(checks[1], summary, checks[0], settings["profile"], agreement=True)]
     compute = compute_lines(summary)
     lines += ["", "## Accuracy against compute", "", *compute] if compute else []
     lines += ["", matched_section(summary["matched"])] if summary.get("matched") else []

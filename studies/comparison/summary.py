@@ -9,7 +9,7 @@ import yaml
 from core.inputs.data import pairs_cost
 from core.report.stats import over_seeds
 from core.runs.metrics import REWARD_KEYS, first_last, reward_curve
-from studies.comparison import matched
+from studies.comparison import matched, transfer
 from studies.comparison.inference import difference, infer
 from studies.comparison.inference import shares as infer_shares
 from studies.comparison.scores import read_scores
@@ -271,10 +271,12 @@ def from_scores(
     budget: str = "prompts",
     out: Path | None = None,
     primary: list | tuple = (),
+    transferred: dict | None = None,
 ) -> dict:
     """summary.json's content: the runs' measured records and every statistic, computed from the per-problem scores
     (the same function after a run and for --report); with `out`, the rows at matched compute its files hold; with
-    `primary`, the pre-registered contrasts Holm-corrected as a family of their own (studies.comparison.inference)."""
+    `primary`, the pre-registered contrasts Holm-corrected as a family of their own (studies.comparison.inference);
+    with `transferred` (settings.json's "transfer"), the scores on the transfer problems `out` holds."""
     inference = infer(scores, methods, primary)
     records = with_statistics(records, scores)
     summary = {
@@ -289,7 +291,12 @@ def from_scores(
         "base_validation_sampled_pass1": base_validation,
     }
     at_budget = matched.read(out, scores) if out else None
-    return summary | ({"matched": at_budget} if at_budget else {})
+    summary |= {"matched": at_budget} if at_budget else {}
+    if transferred and out:
+        if not (out / transfer.SCORES).is_file():
+            raise SystemExit(f"{out / transfer.SCORES}: missing, and settings.json says the table scored transfer")
+        summary["transfer"] = transfer.summarise(transfer.read(out), methods, transferred)
+    return summary
 
 
 def summary_again(summary: dict, settings: dict, out: Path) -> dict:
@@ -304,4 +311,5 @@ def summary_again(summary: dict, settings: dict, out: Path) -> dict:
         summary["budget"],
         out,
         settings.get("primary", ()),
+        settings.get("transfer"),
     )

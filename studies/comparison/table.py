@@ -15,7 +15,7 @@ from core.evaluation.benchmarks import TASKS, load_task_data
 from core.runs.folder import library_versions
 from core.runs.provenance import REPO, code_digest, commit, cpu
 from core.runs.timing import Elapsed
-from studies.comparison import matched
+from studies.comparison import matched, transfer
 from studies.comparison.inference import primary_contrasts
 from studies.comparison.published import against_published, read_published
 from studies.comparison.readme import rewrite_readmes
@@ -102,6 +102,7 @@ class TablePlan:
     heldout_rows: list[dict]
     primary: list[list[str]] = field(default_factory=list)
     primary_from: dict | None = None
+    transferred: transfer.Transfer | None = None
 
 
 def resolve(args) -> Comparison:
@@ -170,8 +171,19 @@ def plan_table(run: Comparison) -> TablePlan:
             )
     checkpoints = run.profile.get("checkpoints", CHECKPOINTS) if run.validation else 0
     primary, primary_from = read_primary(args.primary, args.methods)
+    transferred = transfer.plan(args.transfer, args.transfer_limit)
     return TablePlan(
-        same, tuned, seeds, source, borrowed, prompts_for, checkpoints, heldout_rows, primary, primary_from
+        same,
+        tuned,
+        seeds,
+        source,
+        borrowed,
+        prompts_for,
+        checkpoints,
+        heldout_rows,
+        primary,
+        primary_from,
+        transferred,
     )
 
 
@@ -290,6 +302,7 @@ def table_settings(run: Comparison, plan: TablePlan, records: list[dict], elapse
         "seconds_this_invocation": round(time.time() - run.start, 1),
         "borrowed": borrowed_note(plan.source, plan.borrowed),
         **({"primary": plan.primary, "primary_from": plan.primary_from} if plan.primary else {}),
+        **({"transfer": plan.transferred.settings()} if plan.transferred else {}),
         "steps": {
             m: steps_for(m, recipe_config(args.profile, m)[1], (plan.prompts_for or {}).get(m, run.prompts))
             for m in ("grpo", "ppo")
@@ -312,10 +325,19 @@ def run_table(run: Comparison) -> dict:
     same_machine(records)
     if plan.checkpoints:  # held-out accuracy at matched CPU seconds, from the checkpoints
         matched.score(runs, evals, scoring)
-    summary = from_scores(
-        records, read_scores(out), run.args.methods, base_validation, run.args.budget, out, plan.primary
-    )
+    if plan.transferred:
+        transfer.score(runs, plan.transferred, run.model_name, out, run.in_4bit, run.args.resume)
     settings = table_settings(run, plan, records, elapsed)
+    summary = from_scores(
+        records,
+        read_scores(out),
+        run.args.methods,
+        base_validation,
+        run.args.budget,
+        out,
+        plan.primary,
+        settings.get("transfer"),
+    )
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     (out / "settings.json").write_text(json.dumps(settings, indent=2) + "\n")
     write_report(summary, settings, estimates, out)

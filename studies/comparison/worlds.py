@@ -75,12 +75,22 @@ def rows_of(summary: dict) -> dict:
     return {(r["a"], r["b"], r["metric"]): r for r in against_base + summary.get("versus", [])}
 
 
+TESTABLE = ("holds", "flips", "not seen", "consistent")  # verdicts where the real run could have seen the tiny effect
+
+
 def transfer_table(
-    tiny: dict, real: dict, tiny_name: str, real_name: str, title: str | None = None, intro: str | None = None
+    tiny: dict,
+    real: dict,
+    tiny_name: str,
+    real_name: str,
+    title: str | None = None,
+    intro: str | None = None,
+    agreement: bool = False,
 ) -> list[str]:
     """The markdown section: each claim of the tiny world (orders and gains over the base, both metrics) beside the
-    real model's row and the verdict; then what the real model claims that the tiny world did not. (Any two tables
-    of the same methods: an earlier table and its rerun, with `title` and `intro`.)"""
+    real model's row and the verdict; then what the real model claims that the tiny world did not. With `agreement`
+    (a real model's table), how many claims it could test and how many of its differences point the tiny world's
+    way. (Any two tables of the same methods: an earlier table and its rerun, with `title` and `intro`.)"""
     tiny_rows, real_rows = rows_of(tiny), rows_of(real)
     lines = [
         title or f"## Does `{tiny_name}` hold on `{real_name}`?",
@@ -96,11 +106,12 @@ def transfer_table(
         "| verdict |",
         "|---|---|---|---|---|---|",
     ]
-    counts = {}
+    counts, same_sign = {}, 0
     for key, row in tiny_rows.items():
         if not is_claimed(row):
             continue
         other = real_rows.get(key)
+        same_sign += other is not None and (other["mean"] > 0) == (row["mean"] > 0)
         said_there = "" if other is None else said(other)
         seen = "" if other is None else points(other["mean"], other["ci95"])
         judged = verdict(row, other)
@@ -114,7 +125,15 @@ def transfer_table(
         r for key, r in real_rows.items() if is_claimed(r) and (key not in tiny_rows or not is_claimed(tiny_rows[key]))
     ]
     tally = ", ".join(f"{n} {what}" for what, n in sorted(counts.items(), key=lambda kv: -kv[1])) or "none"
-    lines += ["", f"Of the {sum(counts.values())} claims of `{tiny_name}`: {tally}."]
+    claims = sum(counts.values())
+    lines += ["", f"Of the {claims} claims of `{tiny_name}`: {tally}."]
+    if agreement and claims:
+        testable = sum(n for what, n in counts.items() if what in TESTABLE)
+        lines[-1] += (
+            f" Testable on `{real_name}` (claimed there, or it could have detected a difference as large as "
+            f"`{tiny_name}`'s): {testable} of {claims}. The difference on `{real_name}` has `{tiny_name}`'s sign in "
+            f"{same_sign} of {claims}."
+        )
     if new:
         lines += [
             "",

@@ -12,9 +12,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from core.evaluation.accuracy import evaluate_model, load_for_eval
+from core.evaluation.benchmarks import TASKS, load_task_data
 from core.report.stats import crossed_difference, detectable_difference
 from core.runs.metrics import first_last
-from studies.comparison import matched, versus
+from studies.comparison import matched, transfer, versus
 from studies.comparison.__main__ import main, write_report
 from studies.comparison.published import against_published, read_published
 from studies.comparison.readme import MAIN_README_SHOWS, PART, filled, write_readme
@@ -43,6 +45,7 @@ from studies.comparison.worlds import (
 )
 from studies.runner import METHODS, recipe_config, steps_for
 from tasks import code as code_world
+from tasks.shipped import sha256
 from tests.conftest import REPO_ROOT, run_main
 
 # every run's record, the base's per seed too: what was measured (None where nothing trained) and its accuracies
@@ -77,6 +80,35 @@ def test_writes_summary_table_and_plots(compare_results):
         assert f"| {method} |" in table
     assert settings["versions"]["trl"] in table and "## Settings" in table
     assert f"## What holds\n\n{what_holds(summary)}\n" in table
+
+
+@pytest.mark.slow
+def test_transfer_scores_the_base_and_every_final_adapter_greedy_on_the_other_task(compare_results):
+    """--transfer: the base once and each run's final adapter, greedy, on the transfer problems (as make eval scores
+    them); their scores per problem, each method against the base as plain arithmetic on them, in the summary's own
+    Holm family and its section."""
+    settings = json.loads((compare_results / "settings.json").read_text())
+    assert settings["transfer"]["task"] == "tiny" and settings["transfer"]["problems"] == 8
+    assert settings["transfer"]["sha256"] == sha256(Path(settings["transfer"]["file"]))
+    scores = transfer.read(compare_results)
+    assert sorted(scores) == sorted([("base", 0), *((m, 0) for m in METHODS)])
+    assert all(len(values) == 8 and set(values) <= {0.0, 1.0} for values in scores.values())
+    rows = load_task_data(TASKS["tiny"], settings["transfer"]["file"], 8)
+    model, tokenizer = load_for_eval(recipe_config("tiny", "grpo")[1]["model_name_or_path"], None, False)
+    metrics, records = evaluate_model(model, tokenizer, "tiny", rows)
+    assert scores[("base", 0)] == [r["score"] for r in records]  # the base as make eval scores it
+    summary = json.loads((compare_results / "summary.json").read_text())
+    part = summary["transfer"]
+    assert part["shares"]["base"]["mean"] == pytest.approx(metrics["accuracy"])
+    for row in part["against_base"]:
+        gain = sum(scores[(row["a"], 0)]) / 8 - sum(scores[("base", 0)]) / 8
+        assert row["b"] == "base" and row["mean"] == pytest.approx(gain) and "p_holm" in row
+    assert len(part["against_base"]) == len(METHODS)
+    assert transfer.section(part) in (compare_results / "summary.md").read_text()
+    with pytest.raises(SystemExit, match="--transfer gsm8k:nowhere.jsonl: no such file nowhere.jsonl"):
+        transfer.plan("gsm8k:nowhere.jsonl")
+    with pytest.raises(SystemExit, match=r"--transfer gsm9k:x: no task 'gsm9k'"):
+        transfer.plan("gsm9k:x")
 
 
 @pytest.mark.slow
@@ -467,6 +499,13 @@ def test_whether_a_tiny_worlds_claims_hold_on_a_real_model_is_read_from_both_row
     assert verdicts.count("flips") == 1 and sum(v.startswith("not told apart (it could") for v in verdicts) == 1
     assert verdicts.count("holds") == len(claims) - 2
     assert f"Of the {len(claims)} claims of `tiny`: {len(claims) - 2} holds, 1 flips, 1 not told apart." in lines
+    # a real model's table also says how many it could test (all but the one not told apart) and how many point the
+    # tiny world's way (all but the flipped one)
+    said_so = transfer_table(tiny, real, "tiny", "smol", agreement=True)
+    tally = next(line for line in said_so if line.startswith("Of the "))
+    testable = "Testable on `smol` (claimed there, or it could have detected a difference as large as `tiny`'s): "
+    assert f"{testable}{len(claims) - 1} of {len(claims)}." in tally
+    assert tally.endswith(f"The difference on `smol` has `tiny`'s sign in {len(claims) - 1} of {len(claims)}.")
     # the real model's own claim the tiny world did not make is said too
     quiet = next(r for r in real["versus"] if (r["a"], r["b"], r["metric"]) not in claims)
     quiet |= {"claimed": True, "excludes_zero": True}

@@ -6,7 +6,7 @@ import re
 import subprocess
 
 from studies.comparison.worlds import rows_of
-from studies.rule_change import COMPARISONS, STUDIES, TRANSFERS, claim, read, report, study_rows, verdicts
+from studies.rule_change import COMPARISONS, STUDIES, TRANSFERS, claim, read, report, reruns, study_rows, verdicts
 from tests.conftest import REPO_ROOT
 
 DOC = REPO_ROOT / "docs" / "rule-change.md"
@@ -42,3 +42,21 @@ def test_the_page_s_now_side_is_the_published_json_at_its_after_commit():
         assert said[(table, f"{name}, {METRIC[metric]}")] == new != old
         assert against == TRANSFERS[table.split("/")[1]][1]
     assert report(commit, after) == text  # the before side too, from the commit's own JSON
+
+
+RERUNS = REPO_ROOT / "docs" / "study-reruns.md"
+
+
+def test_the_study_reruns_page_is_its_command_s_output_at_the_commits_it_names():
+    """docs/study-reruns.md (`--reruns`): every study difference that reads differently after the reruns, its now side
+    the rerun's JSON at the page's after commit, where every study kept its per-problem scores."""
+    text = RERUNS.read_text()
+    commit, after = re.search(r"--before (\w+) --after (\w+) --reruns`", text).groups()
+    rows = table_rows(text)[1:]
+    assert rows and all(table.startswith("studies/") for table, *_ in rows)
+    for study in STUDIES:
+        shown = subprocess.run(
+            ["git", "cat-file", "-e", f"{after}:results/studies/{study}/per_problem.jsonl"], cwd=REPO_ROOT
+        )
+        assert shown.returncode == 0, study  # every study rerun by then
+    assert reruns(commit, after) == text
