@@ -7,7 +7,7 @@ from pathlib import Path
 from core.report.plots import rolling_mean
 from studies.comparison.matched import section as matched_section
 from studies.comparison.transfer import section as transfer_section
-from studies.comparison.versus import family_words, markdown, primary_section, what_holds
+from studies.comparison.versus import family_of, markdown, primary_section, what_holds
 from studies.comparison.worlds import transfer_table
 from studies.runner import SCRIPT
 
@@ -267,13 +267,6 @@ def sweep_table(sweep: list[dict]) -> list[str]:
             f"| {pct(row['validation_sampled_pass1'], row['ci95'])} | {seeds} | {chosen} |"
         )
     return lines
-
-
-def family_of(summary: dict) -> str:
-    """The Holm family of a table's claims against the base, as summary.md names it."""
-    if summary.get("families"):
-        return family_words(summary)
-    return f"the comparison's family of {summary['family_size']} differences"
 
 
 def write_markdown(

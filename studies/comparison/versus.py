@@ -126,6 +126,13 @@ def family_words(summary: dict) -> str:
     )
 
 
+def family_of(summary: dict) -> str:
+    """The Holm family of a table's claims against the base, as summary.md names it."""
+    if summary.get("families"):
+        return family_words(summary)
+    return f"the comparison's family of {summary['family_size']} differences"
+
+
 def markdown(rows: list[dict], title: str = "## Method against method", family: str = FAMILY) -> list[str]:
     """The table (A - B, both metrics) and, under it, one generated sentence per pair for the headline metric;
     `family`: the rows' Holm family, in words."""

@@ -661,7 +661,7 @@ def test_the_real_models_readme_is_its_json():
         if method != "base":
             assert (folder / f"{method}-seed{seed}" / "summary.json").is_file()
     tiny = json.loads((REPO_ROOT / "results" / "compare" / "tiny" / "summary.json").read_text())
-    worlds = transfer_table(tiny, summary, "tiny", "smol")
+    worlds = transfer_table(tiny, summary, "tiny", "smol", agreement=True)
     assert "\n".join(worlds) in readme
     tally = next(line for line in worlds if line.startswith("Of the "))
     kinds = "holds|not seen|consistent|not told apart|flips"
