@@ -71,13 +71,17 @@ def study_rows(summary: dict) -> dict:
     return rows
 
 
+def differing(before: dict, after: dict) -> list[tuple[tuple, dict, dict]]:
+    """(key, before's row, after's row) for each difference whose claim or detectable difference reads differently."""
+    return [
+        (key, before[key], new) for key, new in after.items() if key in before and claim(before[key]) != claim(new)
+    ]
+
+
 def changed(before: dict, after: dict, name: str) -> list[str]:
     """One markdown row per difference whose claim or detectable difference reads differently."""
     lines = []
-    for key, new in after.items():
-        old = before.get(key)
-        if old is None or claim(old) == claim(new):
-            continue
+    for key, old, new in differing(before, after):
         label = f"{key[0]} - {key[1]}" if len(key) == 3 else f"{key[0]} - {new['b']}"
         lines.append(f"| {name} | {label} | {METRICS[key[-1]]} | {claim(old)} | {claim(new)} |")
     return lines
@@ -119,10 +123,7 @@ def reruns(commit: str, after: str | None = None) -> str:
         path = f"results/studies/{study}/summary.json"
         before, now = study_rows(read(path, commit)), study_rows(read(path, after))
         lines += changed(before, now, f"studies/{study}")
-        for key, row in now.items():
-            old = before.get(key)
-            if old is None or claim(old) == claim(row):
-                continue
+        for _, old, row in differing(before, now):
             if is_claimed(old) != is_claimed(row):
                 claims += 1
             elif not is_claimed(row):

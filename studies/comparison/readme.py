@@ -78,11 +78,12 @@ def part(name: str, argument: str | None, folder: Path, summary: dict) -> str:
             raise SystemExit(f"README part 'transfer' in {folder}: its summary.json has no transfer scores")
         return transfer_section(summary["transfer"])
     if name == "primary":
-        if not primary_section(summary):
+        primary = primary_section(summary)
+        if not primary:
             raise SystemExit(
                 f"README part 'primary' in {folder}: its summary.json has no pre-registered primary family"
             )
-        return "\n".join(primary_section(summary))
+        return "\n".join(primary)
     if name == "against-base":
         return "\n".join(markdown(summary["against_base"], "## Against the base"))
     if name == "versus":

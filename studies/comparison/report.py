@@ -7,7 +7,7 @@ from pathlib import Path
 from core.report.plots import rolling_mean
 from studies.comparison.matched import section as matched_section
 from studies.comparison.transfer import section as transfer_section
-from studies.comparison.versus import family_of, markdown, primary_section, what_holds
+from studies.comparison.versus import family_words, markdown, primary_section, what_holds
 from studies.comparison.worlds import transfer_table
 from studies.runner import SCRIPT
 
@@ -168,6 +168,7 @@ def provenance(summary: dict, settings: dict) -> str:
 
 def methods_table(summary: dict, settings: dict) -> list[str]:
     """summary.md's title, what the table measures, and one row per method."""
+    family = family_words(summary, "the comparison's family") if "rule" in summary else None
     n_seeds = max(a["n_seeds"] for a in summary["methods"])
     lines = [
         f"# Method comparison, profile `{settings['profile']}`",
@@ -184,8 +185,8 @@ def methods_table(summary: dict, settings: dict) -> list[str]:
         + (
             "Per method: the share over seeds x problems with its 95% interval, bounded to [0, 100]%; 'vs base' is "
             "the seeds x problems difference from the base (its samples drawn again under each seed), and 'beats "
-            f"base' a gain claimed under Holm's correction over {family_of(summary)} (per_problem.jsonl holds every "
-            "score behind them)."
+            f"base' a gain claimed under Holm's correction over {family} "
+            "(per_problem.jsonl holds every score behind them)."
             if "rule" in summary
             else "Per method: the mean over seeds with the seeds' 95% t-interval (with one seed: the run's own 95% "
             "interval); 'vs base' is the paired per-problem difference from the base, averaged over seeds."
@@ -275,7 +276,8 @@ def write_markdown(
     """summary.md; with `checks` (a tiny world's profile and published summary), whether its claims hold here."""
     lines = methods_table(summary, settings)
     lines += ["", "## What holds", "", what_holds(summary)]
-    lines += ["", *primary_section(summary)] if primary_section(summary) else []
+    primary = primary_section(summary)
+    lines += ["", *primary] if primary else []
     lines += ["", "## Transfer", "", transfer_section(summary["transfer"])] if summary.get("transfer") else []
     if checks:
         lines += ["", *transfer_table(checks[1], summary, checks[0], settings["profile"], agreement=True)]

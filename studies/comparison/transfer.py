@@ -63,9 +63,10 @@ def score(runs: dict, transfer: Transfer, model_name: str, out: Path, load_in_4b
 
     def greedy(name: str, adapter: Path | None) -> list[float]:
         kept = out / f"transfer_{name}.json"
-        if resume and kept.is_file() and json.loads(kept.read_text())["asked"] == asked:
+        before = json.loads(kept.read_text()) if resume and kept.is_file() else None
+        if before and before["asked"] == asked:
             print(f"[compare] transfer {name}: scored before, kept ({kept})", flush=True)
-            return json.loads(kept.read_text())["greedy_per_problem"]
+            return before["greedy_per_problem"]
         model, tokenizer = load_for_eval(model_name, str(adapter) if adapter else None, load_in_4bit=load_in_4bit)
         metrics, records = evaluate_model(model, tokenizer, transfer.task, transfer.rows)
         scores = [r["score"] for r in records]

@@ -109,28 +109,22 @@ FAMILY = "the comparison's family (against the base and method against method, b
 PRIMARY = "P"  # beside a pre-registered primary contrast's Holm p: corrected within the primary family only
 
 
-def family_words(summary: dict) -> str:
-    """The family a table's Holm p is taken over, in words.
+def family_words(summary: dict, unnamed: str = "the family") -> str:
+    """The family a table's Holm p is taken over, in words (`unnamed`: how a table without a primary family names its
+    one family).
 
-    >>> family_words({"family_size": 30})
-    'the family of 30 differences'
+    >>> family_words({"family_size": 30}), family_words({"family_size": 30}, "the comparison's family")
+    ('the family of 30 differences', "the comparison's family of 30 differences")
     >>> family_words({"family_size": 30, "families": {"primary": 4, "secondary": 26}})
     'its family: the 4 pre-registered primary differences, or the 26 secondary ones'
     """
     families = summary.get("families")
     if not families:
-        return f"the family of {summary['family_size']} differences"
+        return f"{unnamed} of {summary['family_size']} differences"
     return (
         f"its family: the {families['primary']} pre-registered primary differences, or the {families['secondary']} "
         "secondary ones"
     )
-
-
-def family_of(summary: dict) -> str:
-    """The Holm family of a table's claims against the base, as summary.md names it."""
-    if summary.get("families"):
-        return family_words(summary)
-    return f"the comparison's family of {summary['family_size']} differences"
 
 
 def markdown(rows: list[dict], title: str = "## Method against method", family: str = FAMILY) -> list[str]:

@@ -5,6 +5,7 @@ detected), and accuracy against drift as a plot."""
 
 from pathlib import Path
 
+from studies.comparison.inference import METRICS
 from studies.comparison.versus import adjusted, detectable, points, seeds_alone
 
 
@@ -24,14 +25,8 @@ def provenance(settings: dict) -> str:
 def on_one_gpu(target: str, summary: dict) -> str:
     """The line every study README ends with: the same grid at 7B, and how the README is written again (each
     difference from the per-problem scores, where the study kept them)."""
-    kept = not any(
-        rounded_down(c[f"{m}_vs_reference"]) for c in summary["cells"] for m in METRICS if c.get(f"{m}_vs_reference")
-    )
-    scores = (
-        ", each difference again from per_problem.jsonl beside it (every held-out score of every run and the base)"
-        if kept
-        else ""
-    )
+    kept = ", each difference again from per_problem.jsonl beside it (every held-out score of every run and the base)"
+    scores = "" if ran_before_64(summary) else kept
     return (
         f"The same grid on one GPU: `make {target} PROFILE=7b` (Qwen2.5-7B-Instruct in 4-bit + LoRA on GSM8K, the "
         "7b recipe configs; not run for this README). `python -m studies.grid.<study> --report` rewrites this README "
@@ -70,7 +65,6 @@ def table(summary: dict, columns: tuple[tuple[str, str, str], ...] = ()) -> str:
     return "\n".join(lines)
 
 
-METRICS = ("sampled", "greedy")
 WHAT_THE_NUMBERS_SAY = (
     "What the numbers say (generated from summary.json; an order only where its seeds x problems difference survives "
     "Holm's correction over the study's family):"
@@ -98,6 +92,13 @@ def could_have_detected(row: dict) -> str:
     return f"could have detected {detectable(row['detectable'])}{bound}"
 
 
+def ran_before_64(summary: dict) -> bool:
+    """Whether a study's differences come from before #64 (`rounded_down`): no per-problem scores behind them."""
+    return any(
+        rounded_down(c[f"{m}_vs_reference"]) for c in summary["cells"] for m in METRICS if c.get(f"{m}_vs_reference")
+    )
+
+
 def family_line(summary: dict) -> str:
     """How the sentences below a study's table decide, with the size of its family (and, for a study run before the
     degrees of freedom were kept unrounded, what that does to its numbers)."""
@@ -107,10 +108,7 @@ def family_line(summary: dict) -> str:
         "not told apart gives the smallest difference the study could have detected (80% power, at the level Holm "
         "would have needed for it). Intervals of shares stay within [0, 100]%."
     )
-    rows = [
-        c[f"{m}_vs_reference"] for c in summary["cells"] for m in ("sampled", "greedy") if c.get(f"{m}_vs_reference")
-    ]
-    if any(rounded_down(row) for row in rows):
+    if ran_before_64(summary):
         said += (
             " This study ran before #64: its degrees of freedom were stored rounded down to whole numbers and its "
             "per-problem scores were not kept, so every interval, p and detectable difference here is on the wide "
